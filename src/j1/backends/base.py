@@ -1,0 +1,86 @@
+"""One judge/generator interface over local transformers and OpenAI-compatible servers."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+Messages = list[dict[str, str]]
+
+
+class BackendError(RuntimeError):
+    """A generation request failed for good (after retries); names the server and the cause."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample. ``n`` completions per prompt; temperature 0 means greedy (then n must be 1)."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 512
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n={self.n}: need at least one sample per prompt")
+        if self.temperature < 0:
+            raise ValueError(f"temperature={self.temperature}: must be >= 0")
+        if self.temperature == 0 and self.n > 1:
+            raise ValueError(f"n={self.n} with temperature=0 gives n identical samples; set temperature > 0")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens={self.max_new_tokens}: must be >= 1")
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str = "stop"  # "stop" or "length"
+    completion_tokens: int = 0
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def prompt_seed(seed: int, messages: Messages) -> int:
+    """A per-prompt seed from the run seed and the prompt text, so a prompt's samples do not depend
+    on which other prompts share its batch or request wave."""
+    h = hashlib.sha256(str(seed).encode())
+    for m in messages:
+        h.update(b"\x00" + m["role"].encode() + b"\x01" + m["content"].encode("utf-8", "surrogatepass"))
+    return int.from_bytes(h.digest()[:4], "little") & 0x7FFFFFFF
+
+
+class Backend(ABC):
+    """Generates ``n`` chat completions per prompt.
+
+    ``stream`` yields ``(index, completions)`` as prompts finish (any order), so long jobs can
+    append results as they come; ``generate`` collects them in input order.
+    """
+
+    model_name: str
+    usage: Usage
+
+    @abstractmethod
+    def stream(self, prompts: Sequence[Messages], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
+        """Yield ``(i, completions)`` for every prompt ``i`` exactly once."""
+
+    def generate(self, prompts: Sequence[Messages], params: SamplingParams) -> list[list[Completion]]:
+        out: list[list[Completion] | None] = [None] * len(prompts)
+        for i, comps in self.stream(prompts, params):
+            out[i] = comps
+        missing = [i for i, c in enumerate(out) if c is None]
+        if missing:
+            raise BackendError(f"{self.model_name}: no completions for prompts {missing[:5]}")
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (HTTP pools, models)."""

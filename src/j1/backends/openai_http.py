@@ -1,0 +1,159 @@
+"""Any OpenAI-compatible chat-completions server (vLLM, SGLang, hosted APIs).
+
+Requests run concurrently up to a limit, each with a timeout; retryable failures (connection
+errors, timeouts, HTTP 408/409/429/5xx) back off exponentially with jitter and are retried; a
+request that still fails raises ``BackendError`` naming the server and the HTTP status, never a
+placeholder string that could be mistaken for a judgment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Iterator, Sequence
+
+from j1.backends.base import Backend, BackendError, Completion, Messages, SamplingParams, Usage, prompt_seed
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIBackend(Backend):
+    """Chat completions over HTTP.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        model: the served model name; None asks the server (``GET /models``) and takes the first.
+        api_key: bearer token (servers without auth accept any string).
+        concurrency: most requests in flight.
+        timeout: seconds per request.
+        max_retries: retries of a retryable failure before giving up.
+        backoff: first retry delay in seconds; doubles each retry (with jitter), capped at 30 s.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 32,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+    ):
+        import openai  # noqa: F401 - fail early with a clear ImportError
+
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key or "EMPTY"
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.usage = Usage()
+        self.model_name = model or self._first_model()
+
+    def _client(self):
+        import openai
+
+        # Retries are ours (we need to name the server and status when they run out).
+        return openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0)
+
+    def _first_model(self) -> str:
+        async def go() -> str:
+            async with self._client() as client:
+                models = await self._with_retries(client.models.list, "GET /models")
+                ids = [m.id async for m in models] if hasattr(models, "__aiter__") else [m.id for m in models.data]
+                if not ids:
+                    raise BackendError(f"{self.base_url}: the server lists no models; pass --model")
+                return ids[0]
+
+        return asyncio.run(go())
+
+    async def _with_retries(self, call, what: str, **kwargs):
+        import openai
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await call(**kwargs)
+            except openai.APIStatusError as exc:
+                status, detail = exc.status_code, _detail(exc)
+                if status not in RETRYABLE_STATUS or attempt == self.max_retries:
+                    raise BackendError(
+                        f"{self.base_url} ({what}, model {kwargs.get('model', '?')}): HTTP {status}: {detail}"
+                    ) from exc
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                status = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection error"
+                if attempt == self.max_retries:
+                    raise BackendError(
+                        f"{self.base_url} ({what}): {status} after {attempt + 1} attempts: {exc}"
+                    ) from exc
+            delay = min(30.0, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
+            log.warning("%s %s failed (%s); retry %d in %.1fs", self.base_url, what, status, attempt + 1, delay)
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _one(self, client, sem, i: int, messages: Messages, params: SamplingParams):
+        comps: list[Completion] = []
+        seed = prompt_seed(params.seed, messages)
+        wave = 0
+        # Ask for n at once; a server that returns fewer choices (some ignore n) is asked again.
+        while len(comps) < params.n:
+            async with sem:
+                resp = await self._with_retries(
+                    client.chat.completions.create,
+                    "POST /chat/completions",
+                    model=self.model_name,
+                    messages=messages,
+                    n=params.n - len(comps),
+                    temperature=params.temperature,
+                    top_p=params.top_p,
+                    max_tokens=params.max_new_tokens,
+                    seed=seed + wave,
+                )
+            if not resp.choices:
+                raise BackendError(f"{self.base_url}: a response with no choices for prompt {i}")
+            per_choice = (resp.usage.completion_tokens // len(resp.choices)) if resp.usage else 0
+            for ch in resp.choices:
+                if ch.message is None or ch.message.content is None:
+                    raise BackendError(f"{self.base_url}: a choice without message content for prompt {i}")
+                comps.append(Completion(ch.message.content, ch.finish_reason or "stop", per_choice))
+            if resp.usage:
+                self.usage.prompt_tokens += resp.usage.prompt_tokens
+                self.usage.completion_tokens += resp.usage.completion_tokens
+            self.usage.requests += 1
+            wave += 1
+        return i, comps[: params.n]
+
+    def stream(self, prompts: Sequence[Messages], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
+        if not prompts:
+            return
+        loop = asyncio.new_event_loop()
+        client = self._client()
+        sem = asyncio.Semaphore(self.concurrency)
+        tasks = [loop.create_task(self._one(client, sem, i, m, params)) for i, m in enumerate(prompts)]
+        pending = set(tasks)
+        try:
+            while pending:
+                done, pending = loop.run_until_complete(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
+                for t in done:
+                    yield t.result()  # re-raises BackendError; the finally cancels the rest
+        finally:
+            for t in pending:
+                t.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(client.close())
+            loop.close()
+
+
+def _detail(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message", err))[:300]
+        return str(err)[:300]
+    return str(getattr(exc, "message", exc))[:300]

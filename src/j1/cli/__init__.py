@@ -1,0 +1,1 @@
+"""Command-line interface: ``j1 judge|eval|score|synth|train|warmup|reward``."""

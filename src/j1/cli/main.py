@@ -1,0 +1,35 @@
+"""``j1``: one entry point; each subcommand lives in its own module with a ``main(argv) -> int``."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help). Modules are imported only when their command runs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "judge": ("j1.cli.judge_cmd", "judge a prompt and one or two responses, in both orders"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    rows = "\n".join(f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items())
+    return f"usage: j1 COMMAND [options]   (j1 COMMAND --help for a command's options)\n\ncommands:\n{rows}\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        sys.stdout.write(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        sys.stderr.write(f"j1: unknown command {name!r}\n\n{usage()}")
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

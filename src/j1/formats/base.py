@@ -1,0 +1,62 @@
+"""What every judge format shares: the message layout and forge-proof response delimiters."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from j1.formats.grammar import Parsed
+
+Messages = list[dict[str, str]]
+
+
+def _nonce(texts: tuple[str, ...], salt: int) -> str:
+    digest = hashlib.sha256("\x00".join((str(salt), *texts)).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:8]
+
+
+def fence_nonce(*texts: str) -> str:
+    """A short tag suffix that occurs in none of ``texts``.
+
+    Responses are wrapped as ``<response_A-3f9a2c1b> … </response_A-3f9a2c1b>``. The suffix is a
+    hash of the content, so a response cannot close or forge its own fence (it would have to contain
+    a hash of itself), and the same inputs always render the same prompt. On the astronomically rare
+    collision we re-hash with a salt.
+
+    >>> n = fence_nonce("hello", "world")
+    >>> len(n), n == fence_nonce("hello", "world")
+    (8, True)
+    """
+    for salt in range(1000):
+        nonce = _nonce(texts, salt)
+        if not any(nonce in t for t in texts):
+            return nonce
+    raise ValueError("could not find a delimiter absent from the texts")  # needs ~16^8 adversarial texts
+
+
+def fenced(label: str, text: str, nonce: str) -> str:
+    return f"<{label}-{nonce}>\n{text}\n</{label}-{nonce}>"
+
+
+class JudgeFormat(ABC):
+    """A judge formulation: how to ask (``render``) and how to read the answer (``parse``)."""
+
+    name: ClassVar[str]
+    pairwise: ClassVar[bool]
+    # Output grammar the prompt asks for; also used by the format warm-up to write targets.
+    answer_template: ClassVar[str]
+
+    @abstractmethod
+    def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
+        """Chat messages asking the judge about the responses, in the positions given (A shown first)."""
+
+    @abstractmethod
+    def parse(self, text: str) -> Parsed:
+        """Total, strict parse of one completion (positions as shown)."""
+
+    def _check_arity(self, response_b: str | None) -> None:
+        if self.pairwise and response_b is None:
+            raise ValueError(f"format {self.name!r} is pairwise: it needs response_b")
+        if not self.pairwise and response_b is not None:
+            raise ValueError(f"format {self.name!r} is pointwise: it takes one response")

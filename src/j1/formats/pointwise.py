@@ -1,0 +1,38 @@
+"""The pointwise format (pos): one response, think, then a 0–10 score."""
+
+from __future__ import annotations
+
+from j1.formats import templates
+from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
+from j1.formats.grammar import Parsed, Verdict, invalid, parse_score, split_thought
+
+
+class PointwiseScore(JudgeFormat):
+    """``pos``: ``<score>8</score>``. A valid parse has verdict ``A`` (the single response) and
+    ``scores == {"A": score}``; pairs become two pointwise judgments compared afterwards."""
+
+    name = "pos"
+    pairwise = False
+    answer_template = "<score>{score}</score>"
+
+    def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
+        self._check_arity(response_b)
+        nonce = fence_nonce(prompt, response_a)
+        user = "\n\n".join(
+            [
+                templates.POINT_INTRO,
+                fenced("request", prompt, nonce),
+                fenced("response", response_a, nonce),
+                templates.POS_TASK,
+            ]
+        )
+        return [{"role": "system", "content": templates.SYSTEM}, {"role": "user", "content": user}]
+
+    def parse(self, text: str) -> Parsed:
+        thought, tail, err = split_thought(text)
+        if err:
+            return invalid(err, thought)
+        score, err = parse_score(tail, "score")
+        if err:
+            return invalid(err, thought)
+        return Parsed(Verdict.A, {"A": score}, thought)

@@ -1,0 +1,173 @@
+"""Judging pairs in both orders and aggregating samples: the logic behind ``j1 judge`` and ``j1 eval``.
+
+Positions: a pairwise prompt shows two responses as A (first) and B (second). In order ``AB`` the
+item's first response is shown first; in ``BA`` they are swapped. Parsers report verdicts in shown
+positions; ``orient`` maps them back so every verdict here names the *original* responses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from j1.backends import Backend, Completion, Messages, SamplingParams
+from j1.formats import JudgeFormat, Parsed, Verdict
+
+ORDERS = ("AB", "BA")
+INCONSISTENT = "inconsistent"
+
+
+@dataclass
+class Sample:
+    """One judge completion, in terms of the original responses."""
+
+    verdict: str
+    scores: dict[str, float] | None
+    thought: str | None
+    text: str
+
+
+@dataclass
+class OrderResult:
+    order: str
+    verdict: str
+    samples: list[Sample]
+
+
+@dataclass
+class Judgment:
+    """The ``j1 judge --json`` object. ``responses`` is set for pointwise runs only."""
+
+    format: str
+    verdict: str
+    orders: list[OrderResult]
+    scores: dict[str, float] | None
+    responses: dict[str, dict] | None = field(default=None)
+
+
+def orient(parsed: Parsed, order: str) -> tuple[Verdict, dict[str, float] | None]:
+    """Map a parse in shown positions to original positions.
+
+    >>> from j1.formats import Parsed, Verdict
+    >>> orient(Parsed(Verdict.A, {"A": 9.0, "B": 2.0}), "BA")
+    (<Verdict.B: 'B'>, {'A': 2.0, 'B': 9.0})
+    """
+    if order == "AB":
+        return parsed.verdict, parsed.scores
+    if order != "BA":
+        raise ValueError(f"order must be 'AB' or 'BA', got {order!r}")
+    scores = None if parsed.scores is None else {"A": parsed.scores["B"], "B": parsed.scores["A"]}
+    return parsed.verdict.swapped(), scores
+
+
+def majority(verdicts: Iterable[Verdict | str]) -> Verdict:
+    """Plurality of the valid verdicts (A, B, tie); a shared top count is a tie; none valid is invalid.
+
+    >>> majority(["A", "A", "B", "invalid"]), majority(["A", "B"]), majority(["invalid"])
+    (<Verdict.A: 'A'>, <Verdict.TIE: 'tie'>, <Verdict.INVALID: 'invalid'>)
+    """
+    counts = Counter(Verdict(v) for v in verdicts)
+    counts.pop(Verdict.INVALID, None)
+    if not counts:
+        return Verdict.INVALID
+    ranked = counts.most_common()
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return Verdict.TIE
+    return ranked[0][0]
+
+
+def combine_orders(ab: Verdict | str, ba: Verdict | str) -> str:
+    """The top-level verdict of a pair judged in both orders: the shared verdict when they agree,
+    ``invalid`` when either order has no valid verdict, else ``inconsistent``.
+
+    >>> combine_orders("A", "A"), combine_orders("A", "B"), combine_orders("A", "invalid")
+    ('A', 'inconsistent', 'invalid')
+    """
+    ab, ba = Verdict(ab), Verdict(ba)
+    if Verdict.INVALID in (ab, ba):
+        return Verdict.INVALID.value
+    return ab.value if ab == ba else INCONSISTENT
+
+
+def mean_scores(samples: Iterable[Sample]) -> dict[str, float] | None:
+    """Mean of each response's score over the samples that have scores; None if none do."""
+    sums: dict[str, float] = {}
+    counts: Counter = Counter()
+    for s in samples:
+        for k, v in (s.scores or {}).items():
+            sums[k] = sums.get(k, 0.0) + v
+            counts[k] += 1
+    return {k: sums[k] / counts[k] for k in sorted(sums)} or None
+
+
+def pair_prompts(fmt: JudgeFormat, prompt: str, response_a: str, response_b: str) -> list[tuple[str, Messages]]:
+    """The prompts that judge one pair: ``[(order, messages)]`` for pairwise formats, or
+    ``[("A", …), ("B", …)]`` (each response alone) for the pointwise format."""
+    if fmt.pairwise:
+        return [("AB", fmt.render(prompt, response_a, response_b)), ("BA", fmt.render(prompt, response_b, response_a))]
+    return [("A", fmt.render(prompt, response_a)), ("B", fmt.render(prompt, response_b))]
+
+
+def to_sample(fmt: JudgeFormat, completion: Completion | str, order: str) -> Sample:
+    """Parse one completion shown in ``order`` (``AB``/``BA``; pointwise: ``A``/``B``, the response it scored)."""
+    text = completion if isinstance(completion, str) else completion.text
+    parsed = fmt.parse(text)
+    if fmt.pairwise:
+        verdict, scores = orient(parsed, order)
+    else:
+        verdict = parsed.verdict
+        scores = None if parsed.scores is None else {order: parsed.scores["A"]}
+    return Sample(verdict.value, scores, parsed.thought, text)
+
+
+def assemble(fmt: JudgeFormat, completions: dict[str, Sequence[Completion | str]]) -> Judgment:
+    """A Judgment from each slot's completions (slots as in ``pair_prompts``)."""
+    if fmt.pairwise:
+        orders = []
+        for order in ORDERS:
+            samples = [to_sample(fmt, c, order) for c in completions[order]]
+            orders.append(OrderResult(order, majority(s.verdict for s in samples).value, samples))
+        all_samples = [s for o in orders for s in o.samples]
+        return Judgment(fmt.name, combine_orders(orders[0].verdict, orders[1].verdict), orders, mean_scores(all_samples))
+    responses: dict[str, dict] = {}
+    for slot in ("A", "B"):
+        samples = [to_sample(fmt, c, slot) for c in completions[slot]]
+        mean = mean_scores(samples)
+        responses[slot] = {"score": None if mean is None else mean[slot], "samples": samples}
+    sa, sb = responses["A"]["score"], responses["B"]["score"]
+    if sa is None or sb is None:
+        verdict = Verdict.INVALID.value
+    else:
+        verdict = "A" if sa > sb else "B" if sb > sa else Verdict.TIE.value
+    scores = None if sa is None and sb is None else {"A": sa, "B": sb}
+    return Judgment(fmt.name, verdict, [], scores, responses)
+
+
+def judge_pairs(
+    backend: Backend,
+    fmt: JudgeFormat,
+    items: Sequence[tuple[str, str, str]],
+    params: SamplingParams,
+) -> list[Judgment]:
+    """Judge ``(prompt, response_a, response_b)`` items; all prompts of all items go to the backend
+    at once so it can batch (locally) or run them concurrently (HTTP)."""
+    slots: list[tuple[int, str]] = []
+    prompts: list[Messages] = []
+    for k, (prompt, a, b) in enumerate(items):
+        for slot, messages in pair_prompts(fmt, prompt, a, b):
+            slots.append((k, slot))
+            prompts.append(messages)
+    results = backend.generate(prompts, params)
+    per_item: list[dict[str, list[Completion]]] = [{} for _ in items]
+    for (k, slot), comps in zip(slots, results, strict=True):
+        per_item[k][slot] = comps
+    return [assemble(fmt, c) for c in per_item]
+
+
+def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str, params: SamplingParams) -> dict:
+    """Pointwise judgment of one response: ``{"score": mean or None, "samples": [...]}``."""
+    comps = backend.generate([fmt.render(prompt, response)], params)[0]
+    samples = [to_sample(fmt, c, "A") for c in comps]
+    mean = mean_scores(samples)
+    return {"score": None if mean is None else mean["A"], "samples": samples}

