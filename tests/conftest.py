@@ -1,0 +1,52 @@
+"""Shared fixtures: the embedded model (loaded once per session), the shared data folder, and the
+``gpu`` marker (skipped when no CUDA device is present)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("J1_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if has_gpu:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` beside the checkout (real public data; see its SOURCES.md)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def embedded_backend():
+    """The embedded SmolLM2-135M-Instruct as a LocalBackend, loaded once for the whole run."""
+    from j1.backends.local import LocalBackend
+
+    return LocalBackend(None)
+
+
+@pytest.fixture
+def fake_openai():
+    """A scripted OpenAI-compatible server on loopback; see tests/fake_openai.py."""
+    from fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        yield server
