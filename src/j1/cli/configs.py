@@ -95,3 +95,319 @@ class JudgeConfig(BackendArgs, SamplingArgs):
             raise ValueError("j1 judge needs --prompt and --response-a")
         if FORMATS[self.format].pairwise and self.response_b is None and self.format != "pos":
             raise ValueError(f"--format {self.format} compares two responses: add --response-b")
+
+
+def _check_out(value: str | None, flag: str = "out") -> None:
+    if not value:
+        raise ValueError(f"--{flag} is required: the pair file to write, e.g. runs/synth/pairs.jsonl")
+    if not value.endswith(".jsonl"):
+        raise ValueError(f"--{flag} {value!r}: must end in .jsonl (side files are named after it)")
+
+
+@dataclass
+class _SynthSourceArgs:
+    """What every ``j1 synth`` generator reads and writes."""
+
+    source: str | None = field(
+        default=None,
+        metadata={"help": "A local .jsonl/.json/.parquet file, or a Hugging Face dataset id (id:config)."},
+    )
+    out: str | None = field(
+        default=None,
+        metadata={"help": "Pair file (.jsonl). Beside it: OUT.dropped.jsonl, OUT.stats.json, OUT.run.json. "
+                  "Rerunning over an existing OUT resumes."},
+    )
+    prompt_field: str | None = field(default=None, metadata={"help": "Row field holding the prompt (default: detected)."})
+    split: str = field(default="train", metadata={"help": "Split of a Hugging Face dataset source."})
+    limit: int | None = field(default=None, metadata={"help": "Use only the first N prompts of the source."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def _check_source(self) -> None:
+        if not self.source:
+            raise ValueError("--source is required: a local file or a Hugging Face dataset id")
+        _check_out(self.out)
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all prompts)")
+
+
+@dataclass
+class SynthMathConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
+    """``j1 synth math``: N sampled solutions per problem, verified with math-verify; right vs wrong."""
+
+    answer_field: str | None = field(default=None, metadata={"help": "Row field holding the gold answer (default: detected)."})
+    samples: int = field(default=4, metadata={"help": "Solutions sampled per problem (N)."})
+    temperature: float = field(default=0.8, metadata={"help": "Sampling temperature (> 0: samples must differ)."})
+    top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Most tokens per solution."})
+
+    def __post_init__(self) -> None:
+        self._check_source()
+        self._check_backend()
+        self._check_sampling()
+        if self.samples < 2:
+            raise ValueError(f"--samples {self.samples}: a pair needs a right and a wrong sample; use >= 2")
+
+
+@dataclass
+class SynthChatConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
+    """``j1 synth chat``: answer x (chosen) and a subtly changed x' (rejected), with noise checks."""
+
+    temperature: float = field(default=0.7, metadata={"help": "Temperature for the answers to x and x'."})
+    top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling."})
+    max_new_tokens: int = field(default=384, metadata={"help": "Most tokens per answer."})
+    rewrite_temperature: float = field(default=0.8, metadata={"help": "Temperature for writing x'."})
+    rewrite_samples: int = field(
+        default=2, metadata={"help": "Candidate rewrites x' per prompt; the first that passes the checks is used."}
+    )
+    rewrite_max_new_tokens: int = field(default=256, metadata={"help": "Most tokens per rewrite."})
+    lexical_min: float = field(default=0.1, metadata={"help": "x' vs x word-sequence similarity below this: drift."})
+    embedding_min: float = field(default=0.4, metadata={"help": "x' vs x embedding cosine below this: drift."})
+    embedding_max: float = field(default=0.97, metadata={"help": "x' vs x embedding cosine at or above this: paraphrase."})
+    reword_lexical: float = field(
+        default=0.5, metadata={"help": "Reworded paraphrase: lexical below this while embedding >= --reword-embedding."}
+    )
+    reword_embedding: float = field(default=0.85, metadata={"help": "See --reword-lexical."})
+    answer_dup_lexical: float = field(
+        default=0.9, metadata={"help": "rejected vs chosen word-sequence similarity at or above this: duplicate."}
+    )
+    answer_dup_embedding: float = field(
+        default=0.985, metadata={"help": "rejected vs chosen embedding cosine at or above this: duplicate."}
+    )
+    embedder: str | None = field(
+        default=None, metadata={"help": "sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)."}
+    )
+    verify_with: str | None = field(
+        default=None, metadata={"help": "Reference judge model; keep a pair only if it prefers chosen in both orders. "
+                                "'embedded' = the embedded SmolLM2."},
+    )
+    verify_base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible server for --verify-with."})
+    verify_format: str = field(default="pav", metadata={"help": f"Judge format of the reference judge: {', '.join(FORMAT_NAMES)}."})
+    verify_max_new_tokens: int = field(default=512, metadata={"help": "Most tokens per reference judgment."})
+    chunk_size: int = field(
+        default=64, metadata={"help": "Prompts taken through all steps together (results are appended per chunk)."}
+    )
+
+    def __post_init__(self) -> None:
+        self._check_source()
+        self._check_backend()
+        self._check_sampling()
+        check_format(self.verify_format, "verify-format")
+        if self.samples != 1:
+            raise ValueError(f"--samples {self.samples}: chat pairs use one answer per prompt; use --samples 1")
+        if not 0 <= self.embedding_min < self.embedding_max <= 1:
+            raise ValueError(f"--embedding-min {self.embedding_min} / --embedding-max {self.embedding_max}: "
+                             "need 0 <= min < max <= 1")
+        for name in ("lexical_min", "reword_lexical", "reword_embedding", "answer_dup_lexical", "answer_dup_embedding"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be in [0, 1]")
+        for name in ("rewrite_samples", "rewrite_max_new_tokens", "chunk_size", "verify_max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} {getattr(self, name)}: must be >= 1")
+        if self.rewrite_temperature <= 0 and self.rewrite_samples > 1:
+            raise ValueError("--rewrite-samples > 1 needs --rewrite-temperature > 0 (else the rewrites are identical)")
+        if self.verify_base_url and not self.verify_with:
+            raise ValueError("--verify-base-url needs --verify-with (the served judge model's name)")
+
+
+@dataclass
+class MixConfig:
+    """``j1 synth mix``: pair files in given amounts -> train/held-out rows, both orders of every pair."""
+
+    inputs: list[str] = field(
+        default_factory=list,
+        metadata={"help": "PATH[:N] pair files; N = pairs drawn from that file (seeded), omitted or 'all' = every pair. "
+                  "E.g. chat.jsonl:17000 math.jsonl:5000."},
+    )
+    out_dir: str | None = field(
+        default=None, metadata={"help": "Writes train.jsonl, heldout.jsonl, mix.stats.json, mix.run.json here."}
+    )
+    heldout_fraction: float = field(
+        default=0.05, metadata={"help": "Share of distinct prompts held out (split by prompt, seeded)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Seed of the draw, the split and the A/B placement."})
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise ValueError("--inputs is required: one or more PATH[:N] pair files")
+        if not self.out_dir:
+            raise ValueError("--out-dir is required: where train.jsonl and heldout.jsonl go")
+        if not 0 <= self.heldout_fraction < 1:
+            raise ValueError(f"--heldout-fraction {self.heldout_fraction}: must be in [0, 1)")
+
+
+# --- j1 reward / j1 train / j1 warmup (issue 5) ---------------------------------------------------
+FORMULATIONS = ("pav", "pas", "pavs", "pos", "multitask")
+CONSISTENCY_MODES = ("expected", "index")
+
+
+def _check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"--{name} {value!r}: choose one of {list(choices)}")
+
+
+@dataclass
+class RewardConfig:
+    """``j1 reward``: score judge rollouts offline with the J1 rewards."""
+
+    format: str = field(default="pav", metadata={"help": f"Judge format of the completions: {', '.join(FORMAT_NAMES)}."})
+    consistency: str = field(
+        default="expected",
+        metadata={"help": "expected: correctness x mean correctness of the other order's rollouts; "
+                  "index: rollout k of each order paired, 1 if both right (pos: compare with the mean "
+                  "or the k-th score of the other response)."},
+    )
+    input: str | None = field(
+        default=None,
+        metadata={"help": 'Rollouts JSONL: {"pair_id", "order": "AB"|"BA" (pos: "A"|"B"), "label": "A"|"B", '
+                  '"completion"} per line.'},
+    )
+    output: str | None = field(default=None, metadata={"help": 'Output JSONL: the input rows plus "rewards".'})
+    correctness_weight: float = field(default=1.0, metadata={"help": "Weight of correctness in total."})
+    consistency_weight: float | None = field(
+        default=None, metadata={"help": "Weight of consistency in total (default 1 for pav/pavs, 0 for pas)."}
+    )
+
+    def __post_init__(self) -> None:
+        check_format(self.format)
+        _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        if not self.input or not self.output:
+            raise ValueError("j1 reward needs --input ROLLOUTS.jsonl and --output OUT.jsonl")
+
+
+@dataclass
+class TrainConfig:
+    """``j1 train``: the J1 section. GRPOConfig (TRL) and ModelConfig keys are parsed beside it, so
+    every TRL option works in the YAML or as a flag (``--learning_rate 1e-6``, ``--use_peft``)."""
+
+    formulation: str = field(
+        default="pav", metadata={"help": f"Judge formulation: {', '.join(FORMULATIONS)} (multitask = pas + pos)."}
+    )
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "Training pairs: the output of `j1 synth mix` (both orders, pair ids) or a pair "
+                  "file with prompt/chosen/rejected (both orders are built here)."},
+    )
+    eval_file: str | None = field(default=None, metadata={"help": "Held-out pairs, same formats (optional)."})
+    consistency: str = field(default="expected", metadata={"help": "Consistency reward mode: expected or index."})
+    correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
+    consistency_weight: float | None = field(
+        default=None, metadata={"help": "Weight of the consistency reward (default 1 for pav/pavs, 0 otherwise)."}
+    )
+    format_weight: float = field(
+        default=0.0, metadata={"help": "Weight of an optional format reward (ablation; the paper found it did not help)."}
+    )
+    pair_advantages: bool = field(
+        default=True,
+        metadata={"help": "Normalise advantages over all rollouts of BOTH orders of a pair (2G) instead of per "
+                  "prompt (G): a position-biased judge then still gets a learning signal."},
+    )
+    max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
+    max_prompt_tokens: int | None = field(
+        default=None, metadata={"help": "Drop pairs whose rendered judge prompt exceeds this many tokens (CPU budgets)."}
+    )
+    pair_seed: int = field(
+        default=0, metadata={"help": "Seed for which side the chosen response is shown on (chosen/rejected input)."}
+    )
+    reward_trace: bool = field(
+        default=False,
+        metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
+                  "OUTPUT_DIR/reward_trace-RANK.jsonl (proves both orders are rewarded together)."},
+    )
+
+    def __post_init__(self) -> None:
+        _check_choice("formulation", self.formulation, FORMULATIONS)
+        _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        if not self.train_file:
+            raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
+        for name in ("max_pairs", "max_prompt_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        if self.formulation == "pos" and self.consistency_weight:
+            raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
+
+
+@dataclass
+class WarmupConfig:
+    """``j1 warmup``: a short label-free SFT (TRL SFTTrainer; every SFTConfig key works) that teaches
+    the output format with random verdicts/scores and short thoughts, and reports the valid-output
+    rate before and after on held-out prompts."""
+
+    formulation: str = field(default="pav", metadata={"help": f"Format to teach: {', '.join(FORMULATIONS)}."})
+    train_file: str | None = field(default=None, metadata={"help": "Pairs to build prompts from (same as j1 train)."})
+    max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many pairs."})
+    max_prompt_tokens: int | None = field(default=None, metadata={"help": "Drop pairs with longer judge prompts."})
+    heldout_pairs: int = field(
+        default=16, metadata={"help": "Pairs kept out of the SFT data to measure the valid-output rate on."}
+    )
+    check_samples: int = field(default=2, metadata={"help": "Samples per held-out prompt for the valid rate."})
+    check_temperature: float = field(default=1.0, metadata={"help": "Sampling temperature for the valid rate."})
+    check_max_new_tokens: int = field(default=64, metadata={"help": "Token budget per check sample."})
+    warmup_seed: int = field(default=0, metadata={"help": "Seed of the random verdicts, scores and thoughts."})
+    pair_seed: int = field(default=0, metadata={"help": "Seed for which side the chosen response is shown on."})
+
+    def __post_init__(self) -> None:
+        _check_choice("formulation", self.formulation, FORMULATIONS)
+        if not self.train_file:
+            raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
+        if self.heldout_pairs < 0 or self.check_samples < 1 or self.check_max_new_tokens < 1:
+            raise ValueError("--heldout_pairs must be >= 0, --check_samples and --check_max_new_tokens >= 1")
+
+
+@dataclass
+class EvalConfig(BackendArgs, SamplingArgs):
+    """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
+
+    benchmark: str | None = field(
+        default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
+                                "mtbench_human, pandalm, autoj, hh_rlhf or generic."})
+    data: str | None = field(
+        default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
+    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
+    format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
+    limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
+    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
+    split: str | None = field(
+        default=None, metadata={"help": "Benchmark part: JudgeBench 'gpt-4o' (the J1 paper's 350 pairs) or 'claude'."})
+    hf_split: str | None = field(
+        default=None, metadata={"help": "Hub split when --data is a dataset id (default: the benchmark's own)."})
+    ties: str | None = field(
+        default=None, metadata={"help": "keep or drop tie-labelled items (default per benchmark: PPE and "
+                                "MT-Bench drop, the rest keep)."})
+    max_error_rate: float = field(
+        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95% intervals."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        from j1.eval.benchmarks import BENCHMARKS
+
+        check_format(self.format)
+        self._check_backend()
+        self._check_sampling()
+        if self.benchmark not in BENCHMARKS:
+            raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
+        if not self.data:
+            raise ValueError("j1 eval needs --data (a local file or a Hugging Face dataset id)")
+        if not self.out:
+            raise ValueError("j1 eval needs --out DIR (the run folder)")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all rows)")
+        if self.ties not in (None, "keep", "drop"):
+            raise ValueError(f"--ties {self.ties!r}: choose keep or drop")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
+        if self.n_boot < 1:
+            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+
+
+@dataclass
+class ScoreConfig:
+    """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl."""
+
+    run_dir: str | None = field(default=None, metadata={"help": "The j1 eval run folder (also positional)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95% intervals."})
+
+    def __post_init__(self) -> None:
+        if not self.run_dir:
+            raise ValueError("j1 score needs the run folder: j1 score DIR")

@@ -1,0 +1,169 @@
+"""``j1 synth math|chat|mix``: make training pairs, then mix them into the training input.
+
+- ``j1 synth math --source S --samples N --out FILE``: verified right-vs-wrong math pairs.
+- ``j1 synth chat --source S --out FILE``: answer to x vs answer to a subtly changed x'.
+- ``j1 synth mix --inputs A.jsonl:N B.jsonl --out-dir DIR``: train/held-out rows, both orders.
+
+The generators resume: rerunning the same command over an existing ``--out`` skips every prompt
+already finished (see :mod:`j1.data.store`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from j1.cli.common import build_backend, parse, setup_logging
+from j1.cli.configs import MixConfig, SynthChatConfig, SynthMathConfig
+from j1.runinfo import write_run_json
+
+SUBCOMMANDS = {
+    "math": "verified math pairs: N sampled solutions, a right one vs a wrong one",
+    "chat": "chat pairs: the answer to x vs the answer to a subtly changed x', with noise checks",
+    "mix": "mix pair files in given amounts; held-out split by prompt; both orders of every pair",
+}
+
+
+def usage() -> str:
+    rows = "\n".join(f"  {name:<5} {help_}" for name, help_ in SUBCOMMANDS.items())
+    return f"usage: j1 synth {{math,chat,mix}} [options]   (j1 synth SUB --help)\n\n{rows}\n"
+
+
+def run_math(cfg: SynthMathConfig) -> dict:
+    from j1.data.sources import load_math_problems, source_name
+    from j1.data.store import PairStore, run_entry
+    from j1.data.synth_math import KIND, sample_counts_from_store, synth_math
+
+    started = time.time()
+    problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
+                                  split=cfg.split, limit=cfg.limit)
+    with PairStore(cfg.out, KIND) as store:
+        todo = sum(p.id not in store.done for p in problems)
+        backend = build_backend(cfg) if todo else _NoBackend()
+        try:
+            synth_math(backend, problems, store, cfg.sampling_params(), source=source_name(cfg.source),
+                       progress=cfg.progress)
+        finally:
+            backend.close()
+        stats = store.stats(
+            prompts_seen=len(problems),
+            run=run_entry(started, backend, todo, len(problems) - todo),
+            extra={"samples": sample_counts_from_store(store), "source": cfg.source},
+        )
+        store.write_stats(stats)
+        write_run_json(store.run_path, command="j1 synth math", config=cfg, started=started,
+                       pairs=stats["pairs"], done=stats["done"])
+    return stats
+
+
+def build_judge(cfg: SynthChatConfig):
+    """The reference judge of ``--verify-with`` (None without it); 'embedded' = the default model."""
+    if not cfg.verify_with:
+        return None
+    from j1.backends import make_backend
+
+    model = None if cfg.verify_with == "embedded" else cfg.verify_with
+    api_key = os.environ.get(cfg.api_key_env) if cfg.verify_base_url else None
+    kwargs = dict(concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries) \
+        if cfg.verify_base_url else dict(max_batch_rows=cfg.batch_rows, dtype=cfg.dtype)
+    return make_backend(model, cfg.verify_base_url, api_key=api_key, **kwargs)
+
+
+def run_chat(cfg: SynthChatConfig) -> dict:
+    from j1.data.filters import Embedder
+    from j1.data.sources import load_chat_prompts, source_name
+    from j1.data.store import PairStore, run_entry
+    from j1.data.synth_chat import KIND, options_from, synth_chat
+
+    started = time.time()
+    problems = load_chat_prompts(cfg.source, prompt_field=cfg.prompt_field, split=cfg.split, limit=cfg.limit)
+    with PairStore(cfg.out, KIND) as store:
+        todo = sum(p.id not in store.done for p in problems)
+        backend = build_backend(cfg) if todo else _NoBackend()
+        judge = build_judge(cfg) if todo else None
+        checks: dict = {}
+        try:
+            if todo:
+                checks = dict(synth_chat(backend, problems, store, options_from(cfg), Embedder(cfg.embedder),
+                                         source=source_name(cfg.source), judge=judge, progress=cfg.progress))
+        finally:
+            backend.close()
+            if judge is not None:
+                judge.close()
+        stats = store.stats(
+            prompts_seen=len(problems),
+            run=run_entry(started, backend, todo, len(problems) - todo) | {"rewrite_checks": checks},
+            extra={"rewrite_checks": _rewrite_checks(store), "source": cfg.source},
+        )
+        store.write_stats(stats)
+        write_run_json(store.run_path, command="j1 synth chat", config=cfg, started=started,
+                       pairs=stats["pairs"], done=stats["done"])
+    return stats
+
+
+def _rewrite_checks(store) -> dict[str, int]:
+    """How every rewrite candidate of every finished prompt fared (kept or its drop reason)."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    for rec in [*store.pairs.values(), *store.dropped.values()]:
+        counts.update(c["verdict"] for c in rec.get("meta", {}).get("rewrite_candidates", []))
+    return dict(sorted(counts.items()))
+
+
+def run_mix(cfg: MixConfig) -> dict:
+    from j1.data.mix import run_mix_config
+
+    return run_mix_config(cfg)
+
+
+class _NoBackend:
+    """Stands in when everything is already done: nothing is loaded and nothing is asked."""
+
+    model_name = "none (all done)"
+
+    def __init__(self):
+        from j1.backends import Usage
+
+        self.usage = Usage()
+
+    def stream(self, prompts, params):
+        if prompts:
+            raise RuntimeError("no backend was built because nothing was left to do")
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def main(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        sys.stdout.write(usage())
+        return 0
+    sub, rest = argv[0], argv[1:]
+    if sub not in SUBCOMMANDS:
+        sys.stderr.write(f"j1 synth: unknown subcommand {sub!r}\n\n{usage()}")
+        return 2
+    prog = f"j1 synth {sub}"
+    if sub == "mix":
+        cfg = parse(MixConfig, rest, prog=prog)
+        setup_logging()
+        from j1.data.mix import summary_text as mix_summary
+
+        print(mix_summary(run_mix(cfg)))
+        return 0
+    from j1.data.store import summary_text
+
+    if sub == "math":
+        cfg = parse(SynthMathConfig, rest, prog=prog)
+        setup_logging()
+        stats = run_math(cfg)
+    else:
+        cfg = parse(SynthChatConfig, rest, prog=prog)
+        setup_logging()
+        stats = run_chat(cfg)
+    print(summary_text(stats))
+    return 0

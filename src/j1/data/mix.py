@@ -1,0 +1,222 @@
+"""``j1 synth mix``: pair files -> the training input (train and held-out rows, both orders).
+
+Amounts: each input is ``PATH[:N]``; N pairs are drawn from that file without replacement (seeded;
+more than the file holds is an error), no N or ``all`` takes every pair. The paper's mixture is
+``chat.jsonl:17000 math.jsonl:5000``. Pairs with an id seen in an earlier input are skipped.
+
+Held-out split BY PROMPT: the drawn pairs are grouped by prompt text (whitespace-normalised, so
+the same prompt under two pair ids is one group), groups are ordered by ``sha256(seed, prompt)``,
+and the first ``round(heldout_fraction * groups)`` go to ``heldout.jsonl``: no prompt is in both.
+
+Training row format (``train.jsonl``, ``heldout.jsonl``), one line per pair and order, the two
+orders of a pair on consecutive lines::
+
+    {"pair_id": "3f2a...", "order": "AB" | "BA", "prompt": "...",
+     "response_a": "...", "response_b": "...", "label": "A" | "B", "label_shown": "A" | "B",
+     "kind": "math" | "chat", "source": "gsm8k_train.jsonl", "schema_version": 1}
+
+- ``response_a``/``response_b`` are the pair's two responses in its fixed *original* (AB) placement,
+  the same on both lines of a pair. Which of chosen/rejected is ``response_a`` is drawn once per
+  pair from ``random.Random(f"{seed}:{pair_id}")``, so the label is not always A.
+- ``order`` says how the judge is shown them: ``AB`` = response_a first, ``BA`` = response_b first
+  (``j1.judge.pair_prompts`` / ``fmt.render(prompt, first, second)``).
+- ``label`` names the better response in the original placement ("A" = ``response_a``), identical
+  on both lines. That is the convention of ``j1.judge``: ``to_sample(fmt, completion, order)``
+  maps a parsed verdict back to the original responses, so the reward is
+  ``to_sample(...).verdict == label``.
+- ``label_shown`` is the better response's position *as shown* in this line (equal to ``label`` for
+  AB, swapped for BA), for code that compares raw, un-oriented verdicts.
+
+Read them with :func:`read_train_rows`, which validates every line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from j1.schema import (
+    SCHEMA_VERSION,
+    PairRecord,
+    RowError,
+    iter_jsonl,
+    read_pairs,
+    require,
+    write_jsonl_atomic,
+)
+
+log = logging.getLogger(__name__)
+
+ORDERS = ("AB", "BA")
+LABELS = ("A", "B")
+
+
+@dataclass(frozen=True)
+class TrainRow:
+    """One presentation of a pair to the judge; see the module docstring."""
+
+    pair_id: str
+    order: str
+    prompt: str
+    response_a: str
+    response_b: str
+    label: str
+    label_shown: str
+    kind: str
+    source: str
+    schema_version: int = SCHEMA_VERSION
+
+    def shown(self) -> tuple[str, str]:
+        """``(first, second)``: the responses in the order the judge sees them."""
+        return (self.response_a, self.response_b) if self.order == "AB" else (self.response_b, self.response_a)
+
+    @classmethod
+    def from_row(cls, obj: dict, where: str) -> TrainRow:
+        row = cls(
+            pair_id=require(obj, "pair_id", str, where),
+            order=require(obj, "order", str, where),
+            prompt=require(obj, "prompt", str, where),
+            response_a=require(obj, "response_a", str, where),
+            response_b=require(obj, "response_b", str, where),
+            label=require(obj, "label", str, where),
+            label_shown=require(obj, "label_shown", str, where),
+            kind=require(obj, "kind", str, where),
+            source=require(obj, "source", str, where),
+            schema_version=int(obj.get("schema_version", SCHEMA_VERSION)),
+        )
+        if row.order not in ORDERS:
+            raise RowError(f"{where}: field 'order' must be AB or BA, got {row.order!r}")
+        for name in ("label", "label_shown"):
+            if getattr(row, name) not in LABELS:
+                raise RowError(f"{where}: field {name!r} must be A or B, got {getattr(row, name)!r}")
+        if row.label_shown != shown_label(row.label, row.order):
+            raise RowError(f"{where}: field 'label_shown' {row.label_shown!r} contradicts label {row.label!r} "
+                           f"in order {row.order}")
+        return row
+
+
+def read_train_rows(path: str | Path) -> list[TrainRow]:
+    """Every row of a ``train.jsonl``/``heldout.jsonl``, validated.
+
+    Raises:
+        RowError: a missing/mistyped field or an inconsistent label, naming ``path:line`` and the field.
+    """
+    return [TrainRow.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]
+
+
+def shown_label(label: str, order: str) -> str:
+    """The better response's shown position.
+
+    >>> shown_label("A", "AB"), shown_label("A", "BA"), shown_label("B", "BA")
+    ('A', 'B', 'A')
+    """
+    return label if order == "AB" else ("B" if label == "A" else "A")
+
+
+def both_orders(pair: PairRecord, seed: int) -> list[TrainRow]:
+    """The AB and BA rows of a pair; chosen goes to response_a with probability 1/2 (seeded by id).
+
+    >>> p = PairRecord("id1", "q", "good", "bad", "chat", "s")
+    >>> [(r.order, r.label, r.label_shown) for r in both_orders(p, 0)] in (
+    ...     [("AB", "A", "A"), ("BA", "A", "B")], [("AB", "B", "B"), ("BA", "B", "A")])
+    True
+    """
+    chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
+    a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
+    return [TrainRow(pair.id, order, pair.prompt, a, b, label, shown_label(label, order), pair.kind, pair.source)
+            for order in ORDERS]
+
+
+def parse_input(spec: str) -> tuple[Path, int | None]:
+    """``PATH[:N]`` -> (path, N or None for all).
+
+    >>> parse_input("runs/chat.jsonl:17000"), parse_input("math.jsonl"), parse_input("m.jsonl:all")
+    ((PosixPath('runs/chat.jsonl'), 17000), (PosixPath('math.jsonl'), None), (PosixPath('m.jsonl'), None))
+    """
+    path, sep, amount = spec.rpartition(":")
+    if not sep or not path or "/" in amount:
+        return Path(spec), None
+    if amount == "all":
+        return Path(path), None
+    try:
+        n = int(amount)
+    except ValueError:
+        raise ValueError(f"--inputs {spec!r}: the part after ':' must be a pair count or 'all'") from None
+    if n < 0:
+        raise ValueError(f"--inputs {spec!r}: the pair count must be >= 0")
+    return Path(path), n
+
+
+def prompt_key(prompt: str) -> str:
+    return " ".join(prompt.split())
+
+
+def split_by_prompt(pairs: list[PairRecord], heldout_fraction: float, seed: int) -> tuple[list, list]:
+    """(train, heldout) pairs; every prompt's pairs land on one side (see the module docstring)."""
+    groups = sorted({prompt_key(p.prompt) for p in pairs},
+                    key=lambda k: hashlib.sha256(f"{seed}\x00{k}".encode()).hexdigest())
+    held = set(groups[: round(heldout_fraction * len(groups))])
+    train = [p for p in pairs if prompt_key(p.prompt) not in held]
+    heldout = [p for p in pairs if prompt_key(p.prompt) in held]
+    return train, heldout
+
+
+def mix(inputs: list[str], heldout_fraction: float, seed: int) -> tuple[list[PairRecord], list[PairRecord], dict]:
+    """Draw the pairs of each input, then split by prompt. Returns (train, heldout, per-input counts)."""
+    drawn: list[PairRecord] = []
+    seen: set[str] = set()
+    per_input: dict[str, dict] = {}
+    for spec in inputs:
+        path, n = parse_input(spec)
+        if not path.exists():
+            raise FileNotFoundError(f"--inputs {spec!r}: no such pair file {path}")
+        pairs = [p for p in read_pairs(path) if p.id not in seen]
+        if n is not None and n > len(pairs):
+            raise ValueError(f"--inputs {spec!r}: asks for {n} pairs but {path} has {len(pairs)} new ones; "
+                             f"lower N or use {path}:all")
+        take = pairs if n is None else random.Random(f"{seed}:{path.name}").sample(pairs, n)
+        take.sort(key=lambda p: p.id)  # output order independent of the draw order
+        seen.update(p.id for p in take)
+        drawn.extend(take)
+        per_input[str(path)] = {"available": len(pairs), "drawn": len(take),
+                                "kinds": dict(Counter(p.kind for p in take))}
+    train, heldout = split_by_prompt(drawn, heldout_fraction, seed)
+    return train, heldout, per_input
+
+
+def run_mix_config(cfg) -> dict:
+    """Run ``j1 synth mix`` for a :class:`j1.cli.configs.MixConfig`; returns its stats."""
+    from j1.runinfo import write_run_json
+    from j1.schema import write_json_atomic
+
+    started = time.time()
+    train, heldout, per_input = mix(cfg.inputs, cfg.heldout_fraction, cfg.seed)
+    out = Path(cfg.out_dir)
+    n_train = write_jsonl_atomic(out / "train.jsonl", [r for p in train for r in both_orders(p, cfg.seed)])
+    n_held = write_jsonl_atomic(out / "heldout.jsonl", [r for p in heldout for r in both_orders(p, cfg.seed)])
+    stats = {
+        "inputs": per_input,
+        "train": {"pairs": len(train), "rows": n_train, "kinds": dict(Counter(p.kind for p in train)),
+                  "prompts": len({prompt_key(p.prompt) for p in train}),
+                  "label_A": sum(r.label == "A" for p in train for r in both_orders(p, cfg.seed)[:1])},
+        "heldout": {"pairs": len(heldout), "rows": n_held, "kinds": dict(Counter(p.kind for p in heldout)),
+                    "prompts": len({prompt_key(p.prompt) for p in heldout})},
+        "heldout_fraction": cfg.heldout_fraction,
+        "seed": cfg.seed,
+        "out_dir": str(out),
+    }
+    write_json_atomic(out / "mix.stats.json", stats)
+    write_run_json(out / "mix.run.json", command="j1 synth mix", config=cfg, started=started,
+                   train_rows=n_train, heldout_rows=n_held)
+    return stats
+
+
+def summary_text(stats: dict) -> str:
+    t, h = stats["train"], stats["heldout"]
+    return (f"train: {t['pairs']} pairs ({t['rows']} rows, both orders) {t['kinds']}; "
+            f"held out: {h['pairs']} pairs ({h['rows']} rows) {h['kinds']} -> {stats['out_dir']}")

@@ -1,0 +1,130 @@
+"""Verified math pairs (J1's recipe for verifiable prompts).
+
+For each problem, sample N solutions, check each one's last ``\\boxed{}`` against the gold answer
+with math-verify (:mod:`j1.data.mathcheck`), and emit a pair when at least one sample is right and
+one is wrong.
+
+How chosen/rejected are picked: uniformly at random among the right samples and among the wrong
+ones, with ``random.Random(f"{seed}:{id}")`` (so the choice depends only on the run seed and the
+problem id, not on batch order or on resuming). We do not prefer the shortest sample: length would
+then separate chosen from rejected systematically and the judge could learn "shorter wins".
+Samples without a boxed answer (``no_answer``, often truncated) are never used: they are neither
+known-right nor a fair wrong answer. Problems with no right sample (``no_right_sample``) or no
+wrong one (``no_wrong_sample``) give no pair; they are written to the dropped file and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Sequence
+
+from tqdm import tqdm
+
+from j1.backends import Backend, Messages, SamplingParams
+from j1.data.mathcheck import NO_ANSWER, RIGHT, WRONG, check_answer, parse_gold
+from j1.data.sources import Problem
+from j1.data.store import Dropped, PairStore
+from j1.schema import PairRecord
+
+log = logging.getLogger(__name__)
+
+KIND = "math"
+NO_RIGHT, NO_WRONG, BAD_GOLD = "no_right_sample", "no_wrong_sample", "gold_unparseable"
+
+# Our own wording. It asks for \boxed{} because only a boxed answer is checked (see mathcheck).
+MATH_INSTRUCTION = (
+    "Solve the following problem. Reason step by step, then write the final answer inside "
+    "\\boxed{{}} at the end.\n\nProblem: {problem}"
+)
+
+
+def math_messages(problem: str) -> Messages:
+    """The chat prompt that asks for a solution ending in a boxed answer."""
+    return [{"role": "user", "content": MATH_INSTRUCTION.format(problem=problem)}]
+
+
+def choose(pid: str, statuses: Sequence[str], seed: int) -> tuple[int, int] | str:
+    """``(chosen_index, rejected_index)``, or the drop reason when no pair can be made.
+
+    >>> choose("p1", ["wrong", "right", "no_answer"], 0)
+    (1, 0)
+    >>> choose("p1", ["wrong", "no_answer"], 0), choose("p1", ["right", "no_answer"], 0)
+    ('no_right_sample', 'no_wrong_sample')
+    """
+    right = [k for k, s in enumerate(statuses) if s == RIGHT]
+    wrong = [k for k, s in enumerate(statuses) if s == WRONG]
+    if not right:
+        return NO_RIGHT
+    if not wrong:
+        return NO_WRONG
+    rng = random.Random(f"{seed}:{pid}")
+    return rng.choice(right), rng.choice(wrong)
+
+
+def synth_math(
+    backend: Backend,
+    problems: Sequence[Problem],
+    store: PairStore,
+    params: SamplingParams,
+    *,
+    source: str,
+    progress: bool = True,
+) -> Counter:
+    """Make pairs for every problem not yet in ``store``, appending each outcome as it finishes.
+
+    Returns:
+        Counts of sample statuses (right/wrong/no_answer) over the samples drawn in this call.
+    """
+    done = store.done
+    todo = [p for p in problems if p.id not in done]
+    samples: Counter = Counter()
+    golds = {}
+    for p in todo:
+        try:
+            golds[p.id] = parse_gold(p.answer or "")
+        except ValueError as exc:
+            store.add_dropped(Dropped(p.id, p.prompt, KIND, source, BAD_GOLD,
+                                      {"where": p.where, "gold": p.answer, "error": str(exc)}))
+    todo = [p for p in todo if p.id in golds]
+    if not todo:
+        return samples
+    bar = tqdm(total=len(todo), desc="synth math", unit="problem", disable=not progress)
+    for i, comps in backend.stream([math_messages(p.prompt) for p in todo], params):
+        p, gold = todo[i], golds[todo[i].id]
+        checks = [check_answer(gold, c.text) for c in comps]
+        statuses = [c.status for c in checks]
+        samples.update(statuses)
+        meta = {
+            "gold": gold.text,
+            "answers": [c.answer for c in checks],
+            "verification": statuses,
+            "finish_reasons": [c.finish_reason for c in comps],
+            "model": backend.model_name,
+            "seed": params.seed,
+            "samples": params.n,
+            "temperature": params.temperature,
+            "max_new_tokens": params.max_new_tokens,
+            "completion_tokens": sum(c.completion_tokens for c in comps),
+            "where": p.where,
+        }
+        picked = choose(p.id, statuses, params.seed)
+        if isinstance(picked, str):
+            store.add_dropped(Dropped(p.id, p.prompt, KIND, source, picked, meta))
+        else:
+            ci, ri = picked
+            meta.update(chosen_index=ci, rejected_index=ri)
+            store.add_pair(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta))
+        bar.update(1)
+        bar.set_postfix(pairs=len(store.pairs), right=samples[RIGHT], wrong=samples[WRONG])
+    bar.close()
+    return samples
+
+
+def sample_counts_from_store(store: PairStore) -> dict[str, int]:
+    """right/wrong/no_answer counts over every finished problem in the store (all runs)."""
+    counts: Counter = Counter({RIGHT: 0, WRONG: 0, NO_ANSWER: 0})
+    for rec in [*store.pairs.values(), *store.dropped.values()]:
+        counts.update(rec.get("meta", {}).get("verification", []))
+    return dict(counts)
