@@ -11,7 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "judge": ("j1.cli.judge_cmd", "judge a prompt and one or two responses, in both orders"),
     "reward": ("j1.cli.reward_cmd", "score judge rollouts offline with the J1 rewards"),
     "train": ("j1.cli.train_cmd", "J1 GRPO training of a judge on TRL (position-agnostic batches)"),
-    "warmup": ("j1.cli.train_cmd", "label-free SFT that teaches a small model the judge output format"),
+    "warmup": ("j1.cli.warmup_cmd", "label-free SFT that teaches a small model the judge output format"),
     "synth": ("j1.cli.synth_cmd", "make training pairs: synth math | synth chat | synth mix"),
     "eval": ("j1.cli.eval_cmd", "judge a benchmark (both orders, N samples) and score it"),
     "score": ("j1.cli.score_cmd", "recompute metrics.json and report.md of an eval run, no model"),

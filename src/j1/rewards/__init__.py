@@ -1,0 +1,34 @@
+"""J1 rewards: pure functions over rollouts (``core``), per-batch metrics (``metrics``) and their
+TRL reward-function wrappers (``trl_funcs``)."""
+
+from j1.rewards.core import (
+    CONSISTENCY_MODES,
+    Judged,
+    RewardParts,
+    Rollout,
+    check_rollout,
+    format_reward,
+    judge_rollout,
+    score_rollouts,
+)
+from j1.rewards.metrics import batch_metrics
+from j1.rewards.trl_funcs import ConsistencyReward, CorrectnessReward, FormatReward, make_reward_funcs
+
+FORMULATIONS = ("pav", "pas", "pavs", "pos", "multitask")
+
+__all__ = [
+    "CONSISTENCY_MODES",
+    "FORMULATIONS",
+    "ConsistencyReward",
+    "CorrectnessReward",
+    "FormatReward",
+    "Judged",
+    "RewardParts",
+    "Rollout",
+    "batch_metrics",
+    "check_rollout",
+    "format_reward",
+    "judge_rollout",
+    "make_reward_funcs",
+    "score_rollouts",
+]

@@ -1,0 +1,51 @@
+"""Logging callbacks: every trainer log line also goes to ``OUTPUT_DIR/log.jsonl``."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from j1.schema import JsonlAppender, iter_jsonl, write_jsonl_atomic
+
+log = logging.getLogger(__name__)
+
+
+class JsonlLogCallback(TrainerCallback):
+    """Append each ``on_log`` dict (with ``step`` and ``epoch``) to a JSONL file on the main process.
+
+    On a resumed run, lines logged after the checkpoint's step are dropped first, so a crash and a
+    resume never duplicate steps in the file.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._out: JsonlAppender | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        if self.path.exists() and state.global_step > 0:
+            kept = [obj for _, obj in iter_jsonl(self.path, allow_torn_tail=True)
+                    if obj.get("step", 0) <= state.global_step]
+            write_jsonl_atomic(self.path, kept)
+        elif self.path.exists():
+            self.path.unlink()
+        self._out = JsonlAppender(self.path, fsync=False)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self._out is None or not logs:
+            return
+        row = {"step": state.global_step, "epoch": state.epoch}
+        for key, value in logs.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                value = None  # JSON has no NaN
+            row[key] = value
+        self._out.write(row)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._out is not None:
+            self._out.close()
+            self._out = None

@@ -1,0 +1,129 @@
+"""Training rows for the J1 judge: every pair becomes a *unit* of two adjacent rows judged together.
+
+Pairwise formulations (pav, pas, pavs): the pair in order AB, then BA. Pointwise (pos): response A
+alone, then response B alone. MultiTask: a pas unit and a pos unit per pair. The pair sampler
+(``j1.train.sampler``) keeps each unit, with all its rollouts, in one reward call.
+
+Input: the rows of ``j1 synth mix`` (both orders of each pair, with ``pair_id``) or any pair file
+with ``id``/``prompt``/``chosen``/``rejected`` (issue-4 line format), whose chosen response is then
+placed first or second by the mix's seeded coin (``pair_seed`` and the pair id).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from j1.formats import get_format
+from j1.schema import RowError, iter_jsonl, read_pairs
+
+log = logging.getLogger(__name__)
+
+UNIT = 2  # rows per unit: (AB, BA) or (A, B)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A pair in AB naming: ``label`` says which of ``response_a``/``response_b`` is better."""
+
+    pair_id: str
+    prompt: str
+    response_a: str
+    response_b: str
+    label: str
+    kind: str = ""
+
+
+def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
+    """Read pairs from a ``j1 synth mix`` file (rows with ``order``, read and validated by
+    ``j1.data.mix.read_train_rows``) or a chosen/rejected pair file (``j1.schema.read_pairs``;
+    placed in AB with ``j1.data.mix.both_orders``, the same seeded coin the mix uses).
+
+    Raises:
+        RowError: a malformed row, naming ``path:line`` and the field; a pair with one order only.
+    """
+    from j1.data.mix import both_orders, read_train_rows
+
+    first = next((obj for _, obj in iter_jsonl(path)), None)
+    if first is None:
+        raise RowError(f"{path}: no pairs")
+    if "order" in first:
+        rows = read_train_rows(path)
+    else:
+        rows = [r for rec in read_pairs(path) for r in both_orders(rec, pair_seed)]
+    pairs: dict[str, Pair] = {}
+    orders: dict[str, set[str]] = {}
+    for r in rows:
+        pair = Pair(r.pair_id, r.prompt, r.response_a, r.response_b, r.label, r.kind)
+        if r.order in orders.setdefault(r.pair_id, set()):
+            raise RowError(f"{path}: pair id {r.pair_id!r} appears twice in order {r.order}")
+        if r.pair_id in pairs and pairs[r.pair_id] != pair:
+            raise RowError(f"{path}: the two orders of pair {r.pair_id!r} disagree on the pair")
+        orders[r.pair_id].add(r.order)
+        pairs[r.pair_id] = pair
+    lonely = [pid for pid, o in orders.items() if len(o) != 2]
+    if lonely:
+        raise RowError(f"{path}: pair {lonely[0]!r} has only order {sorted(orders[lonely[0]])}; need AB and BA")
+    return list(pairs.values())
+
+
+def unit_rows(pair: Pair, formulation: str) -> list[dict]:
+    """The judge prompts of one pair as dataset rows, in units of two (see the module docstring).
+
+    Each row: ``prompt`` (chat messages), ``pair_id``, ``order`` (AB/BA, or A/B for pos),
+    ``label`` and ``judge_format`` — the columns the J1 reward functions read.
+    """
+    formats = ("pas", "pos") if formulation == "multitask" else (formulation,)
+    rows: list[dict] = []
+    for name in formats:
+        fmt = get_format(name)
+        if fmt.pairwise:
+            slots = [("AB", fmt.render(pair.prompt, pair.response_a, pair.response_b)),
+                     ("BA", fmt.render(pair.prompt, pair.response_b, pair.response_a))]
+        else:
+            slots = [("A", fmt.render(pair.prompt, pair.response_a)), ("B", fmt.render(pair.prompt, pair.response_b))]
+        for order, messages in slots:
+            rows.append({"prompt": messages, "pair_id": pair.pair_id, "order": order,
+                         "label": pair.label, "judge_format": name})
+    return rows
+
+
+def prompt_tokens(tokenizer, messages: list[dict]) -> int:
+    """Length in tokens of a chat prompt as the trainer feeds it (template + generation prompt)."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return len(tokenizer(text, add_special_tokens=False).input_ids)
+
+
+def build_rows(
+    pairs: Sequence[Pair],
+    formulation: str,
+    *,
+    tokenizer=None,
+    max_prompt_tokens: int | None = None,
+) -> tuple[list[dict], dict[str, int]]:
+    """All rows of ``pairs`` (units kept adjacent), dropping whole units whose longest prompt
+    exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``).
+
+    Returns:
+        (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``.
+    """
+    rows: list[dict] = []
+    dropped = 0
+    for pair in pairs:
+        unit = unit_rows(pair, formulation)
+        for k in range(0, len(unit), UNIT):
+            part = unit[k : k + UNIT]
+            if max_prompt_tokens is not None:
+                if tokenizer is None:
+                    raise ValueError("max_prompt_tokens needs a tokenizer")
+                longest = max(prompt_tokens(tokenizer, r["prompt"]) for r in part)
+                if longest > max_prompt_tokens:
+                    dropped += 1
+                    continue
+            rows.extend(part)
+    counts = {"pairs": len(pairs), "units": len(rows) // UNIT, "dropped_long_units": dropped}
+    if not rows:
+        raise ValueError(f"no training rows left: {counts} (raise --max_prompt_tokens?)")
+    return rows, counts

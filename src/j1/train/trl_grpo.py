@@ -1,0 +1,234 @@
+"""J1 training on TRL's GRPOTrainer: position-agnostic batches and pair-level advantages.
+
+``J1GRPOTrainer`` is GRPOTrainer with three small overrides:
+
+- ``_get_train_sampler``: ``PairRepeatSampler`` keeps both prompts of a pair (AB and BA, or the two
+  pointwise slots), with all their rollouts, in one generation batch on one process, so every reward
+  call sees both orders (the consistency reward needs them).
+- ``_calculate_rewards``: unchanged, but keeps the gathered reward matrix for the advantage step
+  and can trace which (pair, order) rows each process rewarded (the 2-process test reads it).
+- ``_generate_and_score_completions``: with ``pair_advantages`` the advantages are recomputed over
+  the 2G rollouts of a pair instead of the G rollouts of one prompt. Why: a judge that always says
+  "A" gets all-right AB groups and all-wrong BA groups; per prompt every group has zero variance and
+  zero advantage, so GRPO cannot fix the position bias. Over the pair the baseline is 0.5 and the
+  biased answers get opposite signs in the two orders.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from trl import GRPOTrainer
+from trl.trainer.utils import nanstd
+
+from j1.schema import JsonlAppender
+from j1.train.sampler import PairRepeatSampler, check_pair_geometry
+
+log = logging.getLogger(__name__)
+
+
+def pair_advantages(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, group: int, scale_rewards: str = "group"
+) -> torch.Tensor:
+    """GRPO advantages with one group per pair: rows ``[k*group, (k+1)*group)`` form group k.
+
+    Same arithmetic as TRL's ``sum_then_normalize`` (weighted nansum over functions; a row where every
+    function returned None is NaN, left out of the baseline and given advantage 0), only the group is
+    the pair's 2G rollouts.
+
+    Args:
+        rewards_per_func: ``(N, F)`` rewards of all processes, pair units contiguous.
+        weights: ``(F,)`` reward weights.
+        group: rows per pair (2 x num_generations).
+        scale_rewards: "group", "batch" or "none", as in GRPOConfig.
+
+    Returns:
+        ``(N,)`` advantages.
+
+    >>> r = torch.tensor([[1.0], [1.0], [0.0], [0.0]])   # always "A": AB right, BA wrong
+    >>> pair_advantages(r, torch.ones(1), 4, "none").tolist()
+    [0.5, 0.5, -0.5, -0.5]
+    """
+    if rewards_per_func.shape[0] % group:
+        raise ValueError(f"{rewards_per_func.shape[0]} rewards do not split into pair groups of {group}")
+    unscorable = torch.isnan(rewards_per_func).all(dim=1)
+    rewards = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+    rewards[unscorable] = torch.nan
+    grouped = rewards.view(-1, group)
+    mean = torch.nanmean(grouped, dim=1).repeat_interleave(group)
+    advantages = rewards - mean
+    if scale_rewards == "group":
+        advantages = advantages / (nanstd(grouped, dim=1).repeat_interleave(group) + 1e-4)
+    elif scale_rewards == "batch":
+        advantages = advantages / (nanstd(rewards) + 1e-4)
+    elif scale_rewards != "none":
+        raise ValueError(f"scale_rewards {scale_rewards!r}: choose group, batch or none")
+    return torch.nan_to_num(advantages, nan=0.0)
+
+
+def check_units(inputs: list[dict], num_generations: int) -> None:
+    """Raise RuntimeError unless ``inputs`` is a sequence of whole pair units: G rows of one order
+    (or slot) of a pair, then G rows of its other order. A failure means the sampler was bypassed."""
+    group = 2 * num_generations
+    if len(inputs) % group:
+        raise RuntimeError(f"generation batch of {len(inputs)} rows is not whole pairs of {group} rollouts")
+    for start in range(0, len(inputs), group):
+        block = inputs[start : start + group]
+        keys = {(r["pair_id"], r.get("judge_format")) for r in block}
+        first = [r["order"] for r in block[:num_generations]]
+        second = [r["order"] for r in block[num_generations:]]
+        if len(keys) != 1 or len(set(first)) != 1 or len(set(second)) != 1 or first[0] == second[0]:
+            raise RuntimeError(f"rows {start}..{start + group - 1} are not one pair in both orders: {sorted(keys)}")
+
+
+class J1GRPOTrainer(GRPOTrainer):
+    """GRPOTrainer with pair-keeping batches and (optionally) pair-level advantages; see the module
+    docstring. Extra arguments: ``pair_advantages`` (bool) and ``reward_trace_dir`` (folder or None)."""
+
+    def __init__(self, *args, pair_advantages: bool = True, reward_trace_dir: str | None = None, **kwargs):
+        self.pair_advantages = pair_advantages
+        self.reward_trace_dir = reward_trace_dir
+        self._j1_rewards_per_func: torch.Tensor | None = None
+        self._j1_trace: JsonlAppender | None = None
+        super().__init__(*args, **kwargs)
+        check_pair_geometry(self.args.per_device_train_batch_size, self.args.steps_per_generation, self.num_generations)
+        if pair_advantages and self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError("pair_advantages needs multi_objective_aggregation=sum_then_normalize")
+
+    def _get_train_sampler(self, dataset=None):
+        dataset = self.train_dataset if dataset is None else dataset
+        return PairRepeatSampler(
+            len(dataset),
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            shuffle=self.shuffle_dataset,
+            seed=self.args.seed,
+        )
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        if self.reward_trace_dir is not None:
+            if self._j1_trace is None:
+                rank = self.accelerator.process_index
+                self._j1_trace = JsonlAppender(Path(self.reward_trace_dir) / f"reward_trace-{rank}.jsonl", fsync=False)
+            self._j1_trace.write({
+                "process": self.accelerator.process_index, "step": self.state.global_step,
+                "rows": [[str(r["pair_id"]), r["order"], r.get("judge_format")] for r in inputs],
+            })
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._j1_rewards_per_func = rewards
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        training = self.model.training
+        if training:
+            check_units(inputs, self.num_generations)
+        output = super()._generate_and_score_completions(inputs)
+        if training and self.pair_advantages:
+            group = 2 * self.num_generations
+            advantages = pair_advantages(
+                self._j1_rewards_per_func, self.reward_weights, group, self.scale_rewards
+            )
+            rank, n = self.accelerator.process_index, len(inputs)
+            output["advantages"] = advantages[rank * n : (rank + 1) * n].to(output["advantages"].device)
+            zero_std = nanstd(
+                (self._j1_rewards_per_func * self.reward_weights.to(advantages.device)).nansum(dim=1).view(-1, group),
+                dim=1,
+            )
+            self._metrics["train"]["j1/pair_frac_reward_zero_std"].append(
+                torch.isclose(zero_std, torch.zeros_like(zero_std)).float().mean().item()
+            )
+        return output
+
+    def train(self, *args, **kwargs):
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            if self._j1_trace is not None:
+                self._j1_trace.close()
+                self._j1_trace = None
+
+
+def resolve_checkpoint(value: str | None, output_dir: str) -> str | None:
+    """``--resume_from_checkpoint``: a checkpoint folder, or ``latest``/``true`` for the newest one in
+    ``output_dir``; None to start fresh."""
+    if value is None or str(value).lower() in {"", "false", "none"}:
+        return None
+    if str(value).lower() in {"latest", "true"}:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        if last is None:
+            raise FileNotFoundError(f"--resume_from_checkpoint {value}: no checkpoint-* folder in {output_dir}")
+        return last
+    if not os.path.isdir(value):
+        raise FileNotFoundError(f"--resume_from_checkpoint {value}: not a folder")
+    return value
+
+
+def load_tokenizer(path: str):
+    """The policy's tokenizer, left-padded (GRPO generation needs it) with a pad token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPOTrainer, dict]:
+    """A J1GRPOTrainer from the three parsed configs of ``j1 train``.
+
+    Args:
+        j1cfg: ``j1.cli.configs.TrainConfig`` (formulation, rewards, data).
+        grpo_args: ``trl.GRPOConfig``; its ``reward_weights`` are set from the J1 section.
+        model_args: ``trl.ModelConfig``; ``model_name_or_path`` None means the embedded model,
+            ``use_peft`` trains a LoRA adapter.
+
+    Returns:
+        (trainer, info) with info = data counts and the resolved model path.
+    """
+    from datasets import Dataset
+    from trl import get_peft_config
+
+    from j1.models import resolve_model
+    from j1.rewards import make_reward_funcs
+    from j1.train.callbacks import JsonlLogCallback
+    from j1.train.data import build_rows, load_pairs
+
+    path = resolve_model(model_args.model_name_or_path)
+    tokenizer = load_tokenizer(path)
+    pairs = load_pairs(j1cfg.train_file, pair_seed=j1cfg.pair_seed)
+    if j1cfg.max_pairs is not None:
+        pairs = pairs[: j1cfg.max_pairs]
+    rows, counts = build_rows(
+        pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens
+    )
+    log.info("training rows: %s", counts)
+    funcs, weights = make_reward_funcs(
+        j1cfg.formulation, consistency=j1cfg.consistency, w_correct=j1cfg.correctness_weight,
+        w_consistency=j1cfg.consistency_weight, w_format=j1cfg.format_weight,
+    )
+    if grpo_args.reward_weights is not None and list(grpo_args.reward_weights) != weights:
+        raise ValueError("set reward weights in the J1 section (correctness_weight, consistency_weight, "
+                         "format_weight), not with --reward_weights")
+    grpo_args.reward_weights = weights
+    if model_args.dtype and model_args.dtype != "auto":
+        grpo_args.model_init_kwargs = {**(grpo_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    trainer = J1GRPOTrainer(
+        model=path,
+        reward_funcs=funcs,
+        args=grpo_args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+        callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks],
+        pair_advantages=j1cfg.pair_advantages,
+        reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
+    )
+    info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
+            "reward_weights": weights, **counts}
+    return trainer, info

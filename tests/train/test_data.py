@@ -1,0 +1,127 @@
+"""Training rows: reading pair files, units per formulation, length filter, row errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from j1.formats import get_format
+from j1.schema import RowError
+from j1.train.data import Pair, build_rows, load_pairs, unit_rows
+from j1.train.warmup import random_target, sft_rows
+
+PAIR = Pair("p1", "Q?", "right", "wrong", "A")
+GOOD = {"id": "ok", "prompt": "q", "chosen": "c", "rejected": "r", "kind": "k", "source": "s"}
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "formulation,orders,formats",
+    [
+        ("pav", ["AB", "BA"], ["pav", "pav"]),
+        ("pas", ["AB", "BA"], ["pas", "pas"]),
+        ("pavs", ["AB", "BA"], ["pavs", "pavs"]),
+        ("pos", ["A", "B"], ["pos", "pos"]),
+        ("multitask", ["AB", "BA", "A", "B"], ["pas", "pas", "pos", "pos"]),
+    ],
+)
+def test_unit_rows(formulation, orders, formats):
+    rows = unit_rows(PAIR, formulation)
+    assert [r["order"] for r in rows] == orders and [r["judge_format"] for r in rows] == formats
+    assert all(r["pair_id"] == "p1" and r["label"] == "A" for r in rows)
+    first = rows[0]["prompt"][-1]["content"]
+    if formulation != "pos":  # AB shows "right" first, BA shows "wrong" first
+        assert first.index("right") < first.index("wrong")
+        second = rows[1]["prompt"][-1]["content"]
+        assert second.index("wrong") < second.index("right")
+
+
+def test_pair_record_file_places_chosen_by_seeded_coin(tmp_path):
+    rows = [{"id": f"x{i}", "prompt": "q", "chosen": "good", "rejected": "bad", "kind": "k", "source": "s"}
+            for i in range(40)]
+    pairs = load_pairs(_write(tmp_path / "p.jsonl", rows), pair_seed=3)
+    for p in pairs:
+        assert (p.response_a if p.label == "A" else p.response_b) == "good"
+    labels = [p.label for p in pairs]
+    assert 10 < labels.count("A") < 30  # both placements occur (a coin per pair)
+    assert [p.label for p in load_pairs(tmp_path / "p.jsonl", pair_seed=3)] == labels  # reproducible
+    assert [p.label for p in load_pairs(tmp_path / "p.jsonl", pair_seed=4)] != labels
+
+
+def _mix(pid="m1", order="AB", label="B", **kw):
+    shown = label if order == "AB" else {"A": "B", "B": "A"}[label]
+    return {"pair_id": pid, "order": order, "prompt": "q", "response_a": "x", "response_b": "y", "label": label,
+            "label_shown": shown, "kind": "chat", "source": "s", **kw}
+
+
+def test_mix_rows(tmp_path):
+    (pair,) = load_pairs(_write(tmp_path / "m.jsonl", [_mix(), _mix(order="BA")]))
+    assert pair == Pair("m1", "q", "x", "y", "B", "chat")
+
+
+@pytest.mark.parametrize(
+    "rows,msg",
+    [
+        ([GOOD, {"id": "a", "prompt": "q", "chosen": "c"}], "p.jsonl:2: missing field 'rejected'"),
+        ([GOOD, {"id": "a", "prompt": 3, "chosen": "c", "rejected": "r", "kind": "k", "source": "s"}],
+         "p.jsonl:2: field 'prompt' must be str"),
+        ([_mix(), _mix(order="XY")], "p.jsonl:2: field 'order' must be AB or BA"),
+        ([_mix(), _mix(order="BA", label_shown="B")], "p.jsonl:2: field 'label_shown'"),
+        ([_mix()], "pair 'm1' has only order"),
+        ([_mix(), _mix()], "appears twice in order AB"),
+        ([_mix(), _mix(order="BA", prompt="other")], "disagree"),
+    ],
+)
+def test_bad_rows_name_file_line_and_field(tmp_path, rows, msg):
+    with pytest.raises(RowError, match=msg):
+        load_pairs(_write(tmp_path / "p.jsonl", rows))
+
+
+def test_empty_file(tmp_path):
+    with pytest.raises(RowError, match="no pairs"):
+        load_pairs(_write(tmp_path / "p.jsonl", []))
+
+
+class _CharTokenizer:
+    """One token per character: enough to test the length filter without a model."""
+
+    def apply_chat_template(self, messages, add_generation_prompt, tokenize):
+        return "".join(m["content"] for m in messages)
+
+    def __call__(self, text, add_special_tokens=False):
+        return type("Enc", (), {"input_ids": list(text)})()
+
+
+def test_length_filter_drops_whole_units():
+    long = Pair("p2", "Q?", "x" * 5000, "y", "A")
+    rows, counts = build_rows([PAIR, long], "pav", tokenizer=_CharTokenizer(), max_prompt_tokens=2000)
+    assert [r["pair_id"] for r in rows] == ["p1", "p1"]
+    assert counts == {"pairs": 2, "units": 1, "dropped_long_units": 1}
+    with pytest.raises(ValueError, match="no training rows left"):
+        build_rows([long], "pav", tokenizer=_CharTokenizer(), max_prompt_tokens=2000)
+
+
+@pytest.mark.parametrize("fmt", ["pav", "pas", "pavs", "pos"])
+def test_warmup_targets_parse_and_are_balanced(fmt):
+    import random
+
+    rng = random.Random(0)
+    parsed = [get_format(fmt).parse(random_target(fmt, rng)) for _ in range(200)]
+    assert all(p.valid for p in parsed)
+    assert all(len(p.thought.split()) <= 12 for p in parsed)  # short thoughts
+    if fmt != "pos":
+        share_a = sum(p.verdict.value == "A" for p in parsed) / len(parsed)
+        assert 0.4 < share_a < 0.6  # label-free and no position bias taught
+
+
+def test_sft_rows_are_seeded_prompt_completion():
+    rows = unit_rows(PAIR, "multitask")
+    a, b = sft_rows(rows, 1), sft_rows(rows, 1)
+    assert a == b and a[0]["prompt"] == rows[0]["prompt"]
+    assert a[0]["completion"][0]["role"] == "assistant"
+    assert get_format("pos").parse(a[3]["completion"][0]["content"]).valid
