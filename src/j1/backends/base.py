@@ -11,7 +11,13 @@ Messages = list[dict[str, str]]
 
 
 class BackendError(RuntimeError):
-    """A generation request failed for good (after retries); names the server and the cause."""
+    """A generation request failed for good (after retries); names the server and the cause.
+
+    ``index`` is the failed prompt's position in the ``stream``/``generate`` call when known, so a
+    caller can record that prompt's failure and go on with the others.
+    """
+
+    index: int | None = None
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,13 @@ class OpenAIBackend(Backend):
         raise AssertionError("unreachable")
 
     async def _one(self, client, sem, i: int, messages: Messages, params: SamplingParams):
+        try:
+            return await self._one_unlabelled(client, sem, i, messages, params)
+        except BackendError as exc:
+            exc.index = i  # which prompt failed, so callers can keep per-prompt errors
+            raise
+
+    async def _one_unlabelled(self, client, sem, i: int, messages: Messages, params: SamplingParams):
         comps: list[Completion] = []
         seed = prompt_seed(params.seed, messages)
         wave = 0

@@ -1,0 +1,82 @@
+"""What a benchmark item is once loaded, and the judge prompts ("slots") it needs.
+
+An item is one unit of the benchmark (a pair; for RM-Bench one prompt with 3 chosen and 3 rejected
+responses). It holds named responses and the pairs to compare, each ``(first, second, label)`` with
+``label`` in terms of that pair: "A" = ``first`` is better, "B" = ``second`` is, "tie". ``first`` is
+the response the benchmark stores first (response_A / output_1 / chosen), so order AB shows it first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from j1.formats import JudgeFormat, Messages
+from j1.judge import ORDERS
+
+LABELS = ("A", "B", "tie")
+
+
+@dataclass
+class Item:
+    id: str
+    category: str
+    prompt: str
+    responses: dict[str, str]
+    pairs: list[tuple[str, str, str]]
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.pairs:
+            raise ValueError(f"item {self.id}: no pairs to judge")
+        for first, second, label in self.pairs:
+            if label not in LABELS:
+                raise ValueError(f"item {self.id}: label {label!r} must be one of {LABELS}")
+            for name in (first, second):
+                if name not in self.responses:
+                    raise ValueError(f"item {self.id}: pair names unknown response {name!r}")
+
+    @property
+    def has_tie(self) -> bool:
+        return any(label == "tie" for _, _, label in self.pairs)
+
+
+def pair_slot(pairs: list, index: int, order: str) -> str:
+    """The slot name of pair ``index`` shown in ``order``: "AB"/"BA" for one-pair items, else
+    ``"c0-r1:AB"``-style names.
+
+    >>> pair_slot([("A", "B", "A")], 0, "BA"), pair_slot([("c0", "r0", "A"), ("c0", "r1", "A")], 1, "AB")
+    ('BA', 'c0-r1:AB')
+    """
+    if len(pairs) == 1:
+        return order
+    first, second, _ = pairs[index]
+    return f"{first}-{second}:{order}"
+
+
+def scored_responses(pairs: list) -> list[str]:
+    """Pointwise: the responses to score, each once, in order of first appearance."""
+    names: list[str] = []
+    for first, second, _ in pairs:
+        for name in (first, second):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def required_slots(pairs: list, pairwise: bool) -> list[str]:
+    """Every slot an item needs judged: two orders per pair (pairwise) or one per response (pointwise)."""
+    if pairwise:
+        return [pair_slot(pairs, p, order) for p in range(len(pairs)) for order in ORDERS]
+    return scored_responses(pairs)
+
+
+def item_prompts(fmt: JudgeFormat, item: Item) -> list[tuple[str, Messages]]:
+    """``[(slot, messages)]``: each pair in both orders (AB shows ``first`` first), or each response alone."""
+    if fmt.pairwise:
+        out = []
+        for p, (first, second, _) in enumerate(item.pairs):
+            a, b = item.responses[first], item.responses[second]
+            out.append((pair_slot(item.pairs, p, "AB"), fmt.render(item.prompt, a, b)))
+            out.append((pair_slot(item.pairs, p, "BA"), fmt.render(item.prompt, b, a)))
+        return out
+    return [(name, fmt.render(item.prompt, item.responses[name])) for name in scored_responses(item.pairs)]

@@ -1,0 +1,293 @@
+"""Evaluation metrics: pure functions from judged items to numbers (no I/O; empty input raises).
+
+Vocabulary. An item (the benchmark's unit) holds one or more pairs; each pair has a label ("A" =
+its first response is better, "B", "tie"). A pairwise judge gives each pair a verdict per order
+(AB, BA), already mapped back to the pair's own positions; a pointwise judge gives one verdict from
+the two responses' scores. Verdicts are "A", "B", "tie" or "invalid"; invalid never matches a
+label, so it counts as wrong, never as half right.
+
+Per item:
+- accuracy: the benchmark's own rule. "mean"/"rewardbench": correctness averaged over the two
+  orders (the expected accuracy under a random order, the J1 protocol). "judgebench": JudgeBench's
+  rule (``judgebench_right``). "rmbench": mean of the 3x3 matrix (``rmbench_cells``).
+- consistent: right in both orders (pointwise: right; it is position-free by construction).
+- AB / BA: right in that order.
+
+Aggregation over items (``SCHEME_WEIGHTS``): a weighted sum of per-category means. "mean" and
+"judgebench" weight by item count (the plain mean); "rmbench" weights domains equally (a domain is
+mean(easy, normal, hard), overall the mean over domains); "rewardbench" uses RewardBench's section
+weighting. Rates (flip, tie, invalid) are pooled shares over all pairs/verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+INVALID = "invalid"
+
+# RewardBench section scoring, from allenai/reward-bench rewardbench/constants.py (EXAMPLE_COUNTS,
+# SUBSET_MAPPING) and rewardbench/utils.py calculate_scores_per_section: a section is the mean of
+# its subsets' accuracies weighted by these example counts (subsets absent from the data are left
+# out of the sum and its normaliser); the score is the mean of the sections. math-prm has 447
+# pairs but counts as 984 (= 6 x 164, the six HumanEvalPack subsets), so math and code weigh the
+# same inside Reasoning.
+REWARDBENCH_COUNTS = {
+    "alpacaeval-easy": 100, "alpacaeval-length": 95, "alpacaeval-hard": 95,
+    "mt-bench-easy": 28, "mt-bench-med": 40, "mt-bench-hard": 37,
+    "math-prm": 984,
+    "refusals-dangerous": 100, "refusals-offensive": 100,
+    "llmbar-natural": 100, "llmbar-adver-neighbor": 134, "llmbar-adver-GPTInst": 92,
+    "llmbar-adver-GPTOut": 47, "llmbar-adver-manual": 46,
+    "xstest-should-refuse": 250, "xstest-should-respond": 154, "donotanswer": 136,
+    "hep-cpp": 164, "hep-go": 164, "hep-java": 164, "hep-js": 164, "hep-python": 164, "hep-rust": 164,
+}
+REWARDBENCH_SECTIONS = {
+    "Chat": ["alpacaeval-easy", "alpacaeval-length", "alpacaeval-hard", "mt-bench-easy", "mt-bench-med"],
+    "Chat Hard": ["mt-bench-hard", "llmbar-natural", "llmbar-adver-neighbor", "llmbar-adver-GPTInst",
+                  "llmbar-adver-GPTOut", "llmbar-adver-manual"],
+    "Safety": ["refusals-dangerous", "refusals-offensive", "xstest-should-refuse", "xstest-should-respond",
+               "donotanswer"],
+    "Reasoning": ["math-prm", "hep-cpp", "hep-go", "hep-java", "hep-js", "hep-python", "hep-rust"],
+}
+
+
+@dataclass(frozen=True)
+class PairOutcome:
+    """One judged pair. Pairwise: ``ab``/``ba`` set; pointwise: ``verdict`` set."""
+
+    label: str
+    ab: str | None = None
+    ba: str | None = None
+    verdict: str | None = None
+
+    @property
+    def pairwise(self) -> bool:
+        return self.verdict is None
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    id: str
+    category: str
+    pairs: tuple[PairOutcome, ...]
+
+
+def opposite(label: str) -> str | None:
+    return {"A": "B", "B": "A"}.get(label)
+
+
+def judgebench_right(verdicts: Sequence[str], label: str) -> bool:
+    """JudgeBench's rule: +1 per verdict matching the label, -1 per verdict matching the opposite,
+    0 for tie or invalid; right if the sum is positive.
+
+    >>> judgebench_right(["A", "invalid"], "A"), judgebench_right(["A", "B"], "A")
+    (True, False)
+    """
+    total = sum(1 if v == label else -1 if v == opposite(label) else 0 for v in verdicts)
+    return total > 0
+
+
+def pair_scores(p: PairOutcome) -> tuple[float, float, float | None, float | None]:
+    """``(accuracy, consistent, right_AB, right_BA)`` of one pair (order entries None pointwise).
+
+    >>> pair_scores(PairOutcome("A", ab="A", ba="invalid"))
+    (0.5, 0.0, 1.0, 0.0)
+    """
+    if p.pairwise:
+        ab, ba = float(p.ab == p.label), float(p.ba == p.label)
+        return (ab + ba) / 2, float(ab == ba == 1.0), ab, ba
+    right = float(p.verdict == p.label)
+    return right, right, None, None
+
+
+def rmbench_cells(item: ItemOutcome) -> np.ndarray:
+    """RM-Bench's 3x3 matrix: cell (i, j) compares chosen_i with rejected_j; pairwise it is the mean
+    correctness over the two orders, pointwise 1[score(chosen_i) > score(rejected_j)] (a tie or an
+    invalid score is wrong). Pairs must be listed row-major, as the RM-Bench loader does."""
+    if len(item.pairs) != 9:
+        raise ValueError(f"item {item.id}: RM-Bench items have 9 pairs, got {len(item.pairs)}")
+    return np.array([pair_scores(p)[0] for p in item.pairs]).reshape(3, 3)
+
+
+def rmbench_levels(cells: np.ndarray) -> dict[str, float]:
+    """hard = mean above the diagonal (chosen less styled than rejected), normal = the diagonal,
+    easy = below it.
+
+    >>> rmbench_levels(np.array([[1, 0, 0], [1, 1, 0], [1, 1, 0.5]]))
+    {'easy': 1.0, 'normal': 0.8333333333333334, 'hard': 0.0}
+    """
+    upper, lower = np.triu_indices(3, 1), np.tril_indices(3, -1)
+    return {"easy": float(cells[lower].mean()), "normal": float(np.diag(cells).mean()),
+            "hard": float(cells[upper].mean())}
+
+
+def item_scores(item: ItemOutcome, scheme: str) -> dict[str, float | None]:
+    """The per-item numbers that aggregate into a metric block."""
+    scores = [pair_scores(p) for p in item.pairs]
+    pairwise = item.pairs[0].pairwise
+    out: dict[str, float | None] = {
+        "accuracy": float(np.mean([s[0] for s in scores])),
+        "consistent_accuracy": float(np.mean([s[1] for s in scores])),
+        "AB": float(np.mean([s[2] for s in scores])) if pairwise else None,
+        "BA": float(np.mean([s[3] for s in scores])) if pairwise else None,
+    }
+    if scheme == "judgebench":
+        out["accuracy"] = float(np.mean([
+            judgebench_right([p.ab, p.ba] if p.pairwise else [p.verdict], p.label) for p in item.pairs
+        ]))
+    elif scheme == "rmbench":
+        levels = rmbench_levels(rmbench_cells(item))
+        out.update(levels)
+        out["accuracy"] = (levels["easy"] + levels["normal"] + levels["hard"]) / 3
+    return out
+
+
+def category_weights(counts: dict[str, int], scheme: str) -> dict[str, float]:
+    """Weight of each category's mean in the overall number.
+
+    >>> category_weights({"x": 3, "y": 1}, "mean"), category_weights({"x": 3, "y": 1}, "rmbench")
+    ({'x': 0.75, 'y': 0.25}, {'x': 0.5, 'y': 0.5})
+    """
+    if not counts:
+        raise ValueError("no categories to weigh")
+    if scheme in ("mean", "judgebench"):
+        total = sum(counts.values())
+        return {c: n / total for c, n in counts.items()}
+    if scheme == "rmbench":
+        return {c: 1 / len(counts) for c in counts}
+    if scheme == "rewardbench":
+        unknown = sorted(set(counts) - set(REWARDBENCH_COUNTS))
+        if unknown:
+            raise ValueError(f"not RewardBench subsets: {unknown}")
+        present = {s: [t for t in subs if t in counts] for s, subs in REWARDBENCH_SECTIONS.items()}
+        present = {s: subs for s, subs in present.items() if subs}
+        weights = {}
+        for subs in present.values():
+            norm = sum(REWARDBENCH_COUNTS[t] for t in subs)
+            for t in subs:
+                weights[t] = REWARDBENCH_COUNTS[t] / norm / len(present)
+        return weights
+    raise ValueError(f"unknown scoring scheme {scheme!r}")
+
+
+def rewardbench_sections(subset_means: dict[str, float]) -> dict[str, float]:
+    """Section scores from per-subset accuracies (sections with no subset present are left out).
+
+    >>> rewardbench_sections({"math-prm": 1.0, "hep-go": 0.0})  # (984*1 + 164*0) / 1148
+    {'Reasoning': 0.8571428571428571}
+    """
+    out = {}
+    for section, subs in REWARDBENCH_SECTIONS.items():
+        subs = [t for t in subs if t in subset_means]
+        if subs:
+            norm = sum(REWARDBENCH_COUNTS[t] for t in subs)
+            out[section] = sum(REWARDBENCH_COUNTS[t] * subset_means[t] for t in subs) / norm
+    return out
+
+
+def rates(items: Sequence[ItemOutcome]) -> dict[str, float | None]:
+    """Pooled shares: flip (pairs whose two orders give different valid verdicts), tie and invalid
+    (per-order verdicts; pointwise: per-pair verdicts). Flip is None pointwise."""
+    pairs = [p for it in items for p in it.pairs]
+    if not pairs:
+        raise ValueError("no judged pairs")
+    if pairs[0].pairwise:
+        verdicts = [v for p in pairs for v in (p.ab, p.ba)]
+        flips = sum(p.ab != p.ba and INVALID not in (p.ab, p.ba) for p in pairs)
+        flip: float | None = flips / len(pairs)
+    else:
+        verdicts = [p.verdict for p in pairs]
+        flip = None
+    return {
+        "flip_rate": flip,
+        "tie_rate": sum(v == "tie" for v in verdicts) / len(verdicts),
+        "invalid_rate": sum(v == INVALID for v in verdicts) / len(verdicts),
+    }
+
+
+def bootstrap_ci(
+    values: dict[str, np.ndarray],
+    weights: dict[str, float],
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+) -> list[tuple[float, float]]:
+    """Percentile bootstrap intervals of weighted category means, resampling items with
+    replacement within each category (so every category stays present, as the weighting needs).
+
+    Args:
+        values: category -> array (M, n_c) of M per-item metrics; all metrics share each resample.
+        weights: category -> weight of its mean.
+        rng: the seeded generator (same seed, same intervals).
+    Returns:
+        ``[(lo, hi)]`` per metric row.
+    """
+    total = None
+    for cat in sorted(values):
+        arr = values[cat]
+        idx = rng.integers(0, arr.shape[1], size=(n_boot, arr.shape[1]))
+        means = arr[:, idx].mean(axis=2)  # (M, n_boot)
+        total = weights[cat] * means if total is None else total + weights[cat] * means
+    if total is None:
+        raise ValueError("no values to bootstrap")
+    lo, hi = np.quantile(total, [alpha / 2, 1 - alpha / 2], axis=1)
+    return [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
+
+
+def metric_block(items: Sequence[ItemOutcome], scheme: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
+    """One ``{…}`` block of metrics.json for these items under ``scheme``."""
+    if not items:
+        raise ValueError("no items to score")
+    per_item = [item_scores(it, scheme) for it in items]
+    cats = sorted({it.category for it in items})
+    members = {c: [k for k, it in enumerate(items) if it.category == c] for c in cats}
+    weights = category_weights({c: len(m) for c, m in members.items()}, scheme)
+
+    def weighted(key: str) -> float:
+        return float(sum(weights[c] * np.mean([per_item[k][key] for k in members[c]]) for c in cats))
+
+    pairwise = items[0].pairs[0].pairwise
+    block: dict = {"n": len(items), "accuracy": weighted("accuracy")}
+    values = {c: np.array([[per_item[k]["accuracy"] for k in m], [per_item[k]["consistent_accuracy"] for k in m]])
+              for c, m in members.items()}
+    acc_ci, cons_ci = bootstrap_ci(values, weights, np.random.default_rng(seed), n_boot)
+    block["accuracy_ci"] = list(acc_ci)
+    if scheme == "rmbench":
+        block.update({lvl: weighted(lvl) for lvl in ("easy", "normal", "hard")})
+    if scheme == "rewardbench":
+        block["sections"] = rewardbench_sections(
+            {c: float(np.mean([per_item[k]["accuracy"] for k in members[c]])) for c in cats})
+    block["consistent_accuracy"] = weighted("consistent_accuracy")
+    block["consistent_accuracy_ci"] = list(cons_ci)
+    block["order_accuracy"] = {"AB": weighted("AB"), "BA": weighted("BA")} if pairwise else None
+    block.update(rates(items))
+    return block
+
+
+def scaling_ks(n: int) -> list[int]:
+    """k = 1, 2, 4, … up to n, with n itself last.
+
+    >>> scaling_ks(1), scaling_ks(8), scaling_ks(6)
+    ([1], [1, 2, 4, 8], [1, 2, 4, 6])
+    """
+    if n < 1:
+        raise ValueError(f"need at least one sample, got {n}")
+    ks, k = [], 1
+    while k < n:
+        ks.append(k)
+        k *= 2
+    return ks + [n]
+
+
+def category_scheme(scheme: str) -> str:
+    """A category block's scheme: a RewardBench subset is a plain mean; the rest keep their rule."""
+    return "mean" if scheme == "rewardbench" else scheme
+
+
+def category_blocks(items: Sequence[ItemOutcome], scheme: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
+    cats = sorted({it.category for it in items})
+    return {c: metric_block([it for it in items if it.category == c], category_scheme(scheme), seed=seed,
+                            n_boot=n_boot) for c in cats}

@@ -1,0 +1,174 @@
+"""``j1 eval``: judge every prompt of every item in one stream, append each judged prompt as it
+finishes, and score the run.
+
+All prompts (both orders of every pair, all 9 pairs of an RM-Bench item, or each response alone)
+go to ``backend.stream`` at once: the local backend batches them by length and shares each
+prompt's prefill across the N samples; the HTTP backend keeps ``concurrency`` requests in flight
+with ``n=N`` each. Each finished prompt is appended to DIR/judgments.jsonl at once (fsynced), so a
+run killed at any point loses only prompts still in flight; ``--resume`` asks exactly the prompts
+without a line. A request that fails for good (BackendError) is recorded as an error line and the
+run goes on, until errors pass ``max_error_rate`` of the prompts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from j1.backends import Backend, BackendError, Messages, SamplingParams
+from j1.eval.benchmarks import get_benchmark, load_items
+from j1.eval.items import Item, item_prompts
+from j1.eval.report import write_report
+from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
+from j1.formats import get_format
+from j1.runinfo import write_run_json
+from j1.schema import JsonlAppender, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+# Config fields that must match for --resume to continue a run (the rest, e.g. --limit or
+# --concurrency, may change between attempts).
+RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "model", "base_url", "samples",
+               "temperature", "top_p", "max_new_tokens", "seed")
+
+
+class TooManyErrors(RuntimeError):
+    """More prompts failed for good than ``max_error_rate`` allows."""
+
+
+@dataclass
+class Work:
+    item: Item
+    slot: str
+    messages: Messages
+
+
+def plan(items: list[Item], fmt, done: set[tuple[str, str]]) -> list[Work]:
+    """The prompts still to judge, in item order."""
+    return [Work(it, slot, m) for it in items for slot, m in item_prompts(fmt, it) if (it.id, slot) not in done]
+
+
+def judge_stream(
+    backend: Backend,
+    work: list[Work],
+    params: SamplingParams,
+    out: JsonlAppender,
+    *,
+    max_errors: float,
+    progress: bool = True,
+) -> int:
+    """Judge ``work``, appending one line per prompt as it finishes. Returns the error count.
+
+    Raises:
+        TooManyErrors: more than ``max_errors`` prompts failed for good.
+    """
+    pending = dict(enumerate(work))
+    errors = 0
+    bar = tqdm(total=len(work), desc="judging", unit="prompt", disable=not progress, dynamic_ncols=True)
+    try:
+        while pending:
+            keys = list(pending)
+            try:
+                for i, comps in backend.stream([pending[k].messages for k in keys], params):
+                    w = pending.pop(keys[i])
+                    out.write(judgment_line(w.item, w.slot, comps))
+                    bar.update(1)
+            except BackendError as exc:
+                # The HTTP backend names the failed prompt; record it and restart with the rest.
+                index = getattr(exc, "index", None)
+                if index is None:
+                    raise
+                w = pending.pop(keys[index])
+                out.write(judgment_line(w.item, w.slot, error=str(exc)))
+                errors += 1
+                bar.update(1)
+                log.warning("item %s slot %s failed: %s", w.item.id, w.slot, exc)
+                if errors > max_errors:
+                    raise TooManyErrors(
+                        f"{errors} prompts failed for good (more than --max-error-rate allows: {max_errors}); "
+                        f"last: {exc}. Fix the server and rerun with --resume."
+                    ) from exc
+    finally:
+        bar.close()
+    return errors
+
+
+def check_resume(out_dir: Path, cfg) -> None:
+    """Refuse to mix runs: an existing judgments file needs --resume, and --resume needs the same
+    judging config as the run it continues."""
+    judgments = out_dir / "judgments.jsonl"
+    if judgments.exists() and judgments.stat().st_size > 0 and not cfg.resume:
+        raise FileExistsError(f"{judgments} exists: pass --resume to continue that run, or choose another --out")
+    run_json = out_dir / "run.json"
+    if cfg.resume and run_json.exists():
+        import json
+
+        old = json.loads(run_json.read_text(encoding="utf-8")).get("config", {})
+        diff = [k for k in RESUME_KEYS if k in old and old[k] != getattr(cfg, k)]
+        if diff:
+            detail = ", ".join(f"--{k} was {old[k]!r}, now {getattr(cfg, k)!r}" for k in diff)
+            raise ValueError(f"--resume {out_dir}: the run was made with other settings ({detail}); "
+                             "use the same settings or another --out")
+
+
+def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
+    """(Re)compute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json."""
+    import json
+
+    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    cfg = run["config"]
+    bench = get_benchmark(cfg["benchmark"])
+    records = read_judgments(out_dir / "judgments.jsonl")
+    metrics = compute_metrics(
+        get_format(cfg["format"]), records, benchmark=bench.name, scheme=bench.scheme,
+        model=run.get("model") or cfg.get("model") or "default", samples=cfg["samples"], seed=cfg["seed"],
+        n_boot=n_boot,
+    )
+    write_json_atomic(out_dir / "metrics.json", metrics)
+    write_report(out_dir, metrics, run)
+    return metrics
+
+
+def run_eval(cfg, backend: Backend | None = None) -> dict:
+    """Run ``j1 eval`` for an EvalConfig; returns the metrics. ``backend`` overrides the one the
+    config names (tests, benchmarks)."""
+    started = time.time()
+    out_dir = Path(cfg.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    check_resume(out_dir, cfg)
+    bench = get_benchmark(cfg.benchmark)
+    fmt = get_format(cfg.format)
+    items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
+    judgments = out_dir / "judgments.jsonl"
+    done = set()
+    if judgments.exists():
+        done = {(r.id, s) for r in read_judgments(judgments).values()
+                for s, line in r.slots.items() if line.get("error") is None}
+    work = plan(items, fmt, done)
+    total = sum(len(item_prompts(fmt, it)) for it in items)
+    log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
+             bench.name, len(items), total, cfg.samples, total - len(work), len(work))
+    if backend is None:
+        from j1.cli.common import build_backend
+
+        backend = build_backend(cfg)
+    model = backend.model_name
+    info = dict(model=model, items=len(items), prompts=total, status="running")
+    write_run_json(out_dir / "run.json", command="eval", config=cfg, started=started, **info)
+    t0 = time.time()
+    with JsonlAppender(judgments) as out:
+        errors = judge_stream(backend, work, cfg.sampling_params(), out,
+                              max_errors=cfg.max_error_rate * total, progress=cfg.progress)
+    gen_seconds = time.time() - t0
+    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
+                generation_seconds=round(gen_seconds, 3), usage=vars(backend.usage))
+    write_run_json(out_dir / "run.json", command="eval", config=cfg, started=started, **info)
+    metrics = score_run(out_dir, n_boot=cfg.n_boot)
+    log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
+             metrics["overall"]["accuracy"], metrics["overall"]["consistent_accuracy"],
+             metrics["overall"]["invalid_rate"], metrics["n"], out_dir)
+    return metrics

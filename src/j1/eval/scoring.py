@@ -1,0 +1,156 @@
+"""From DIR/judgments.jsonl to DIR/metrics.json: read the judged prompts back, group them per item,
+parse the raw texts and aggregate the first k samples (no model needed: ``j1 score``).
+
+A judgments line is one judged prompt (a "slot": one order of one pair, or one response scored
+alone) with every sample's raw text, plus what scoring needs of its item (category and pairs)::
+
+    {"schema_version": 1, "item": "…", "category": "…", "pairs": [["A", "B", "A"]], "slot": "AB",
+     "texts": ["<think>…", …], "finish_reasons": ["stop", …], "completion_tokens": [412, …],
+     "error": null}
+
+A slot whose request failed for good has ``"error": "…"`` and no texts; a resumed run asks it
+again and a later line for the same slot replaces it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from j1.eval import metrics as M
+from j1.eval.items import pair_slot, required_slots
+from j1.formats import JudgeFormat, Verdict
+from j1.judge import majority, to_sample
+from j1.schema import SCHEMA_VERSION, RowError, iter_jsonl, require
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ItemRecord:
+    """An item's judged slots as read back from judgments.jsonl."""
+
+    id: str
+    category: str
+    pairs: list[tuple[str, str, str]]
+    slots: dict[str, dict] = field(default_factory=dict)
+
+    def complete(self, pairwise: bool) -> bool:
+        return all(s in self.slots for s in required_slots(self.pairs, pairwise))
+
+
+def judgment_line(item, slot: str, completions=None, error: str | None = None) -> dict:
+    """The judgments.jsonl record of one judged prompt (or of one that failed, with ``error``)."""
+    comps = completions or []
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "item": item.id,
+        "category": item.category,
+        "pairs": [list(p) for p in item.pairs],
+        "slot": slot,
+        "texts": [c.text for c in comps],
+        "finish_reasons": [c.finish_reason for c in comps],
+        "completion_tokens": [c.completion_tokens for c in comps],
+        "error": error,
+    }
+
+
+def read_judgments(path: str | Path) -> dict[str, ItemRecord]:
+    """Items by id, in first-seen order. A later line for a slot replaces an earlier *error* line;
+    a second successful line for a slot is a duplicate and raises (it would mean a judgment was
+    asked twice). Tolerates a torn last line (a crash mid-append).
+
+    Raises:
+        RowError: a malformed line (``path:line: field …``) or inconsistent item metadata.
+    """
+    records: dict[str, ItemRecord] = {}
+    for lineno, obj in iter_jsonl(path, allow_torn_tail=True):
+        where = f"{path}:{lineno}"
+        item_id = require(obj, "item", str, where)
+        slot = require(obj, "slot", str, where)
+        texts = require(obj, "texts", list, where)
+        if not all(isinstance(t, str) for t in texts):
+            raise RowError(f"{where}: field 'texts' must be a list of strings")
+        error = obj.get("error")
+        if error is None and not texts:
+            raise RowError(f"{where}: field 'texts' is empty but 'error' is not set")
+        pairs = [tuple(p) for p in require(obj, "pairs", list, where)]
+        category = require(obj, "category", str, where)
+        rec = records.get(item_id)
+        if rec is None:
+            rec = records[item_id] = ItemRecord(item_id, category, pairs)
+        elif rec.pairs != pairs or rec.category != category:
+            raise RowError(f"{where}: item {item_id!r} has different 'pairs'/'category' than on an earlier line")
+        old = rec.slots.get(slot)
+        if old is not None and old.get("error") is None:
+            raise RowError(f"{where}: slot {slot!r} of item {item_id!r} was already judged on an earlier line")
+        rec.slots[slot] = obj
+    return records
+
+
+def pair_outcome(fmt: JudgeFormat, rec: ItemRecord, p: int, k: int) -> M.PairOutcome:
+    """The verdicts of pair ``p`` from the first ``k`` samples of each of its slots."""
+    first, second, label = rec.pairs[p]
+    if fmt.pairwise:
+        verdicts = []
+        for order in ("AB", "BA"):
+            texts = rec.slots[pair_slot(rec.pairs, p, order)]["texts"][:k]
+            verdicts.append(majority(to_sample(fmt, t, order).verdict for t in texts).value)
+        return M.PairOutcome(label, ab=verdicts[0], ba=verdicts[1])
+    means = []
+    for name in (first, second):
+        scores = [s.scores["A"] for t in rec.slots[name]["texts"][:k] if (s := to_sample(fmt, t, "A")).scores]
+        means.append(sum(scores) / len(scores) if scores else None)
+    sa, sb = means
+    if sa is None or sb is None:
+        verdict = Verdict.INVALID.value
+    else:
+        verdict = "A" if sa > sb else "B" if sb > sa else Verdict.TIE.value
+    return M.PairOutcome(label, verdict=verdict)
+
+
+def outcomes(fmt: JudgeFormat, records: Sequence[ItemRecord], k: int) -> list[M.ItemOutcome]:
+    return [M.ItemOutcome(r.id, r.category, tuple(pair_outcome(fmt, r, p, k) for p in range(len(r.pairs))))
+            for r in records]
+
+
+def compute_metrics(
+    fmt: JudgeFormat,
+    records: dict[str, ItemRecord],
+    *,
+    benchmark: str,
+    scheme: str,
+    model: str,
+    samples: int,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> dict:
+    """The metrics.json document for the complete items in ``records``.
+
+    Scaling: metrics at k = 1, 2, 4, …, ``samples`` from the first k samples of each prompt.
+    """
+    # Sorted by id: the bootstrap resamples by position, so the file's (completion) order must not
+    # matter, or a resumed run would get other intervals than an uninterrupted one.
+    done = sorted((r for r in records.values() if r.complete(fmt.pairwise)), key=lambda r: r.id)
+    if len(done) < len(records):
+        log.warning("%d of %d items are not fully judged yet; scoring the %d complete ones",
+                    len(records) - len(done), len(records), len(done))
+    if not done:
+        raise ValueError("no fully judged items to score")
+    errors = sum(s.get("error") is not None for r in done for s in r.slots.values())
+    full = outcomes(fmt, done, samples)
+    return {
+        "benchmark": benchmark,
+        "format": fmt.name,
+        "model": model,
+        "n": len(done),
+        "overall": M.metric_block(full, scheme, seed=seed, n_boot=n_boot),
+        "categories": M.category_blocks(full, scheme, seed=seed, n_boot=n_boot),
+        "scaling": {str(k): M.metric_block(outcomes(fmt, done, k), scheme, seed=seed, n_boot=n_boot)
+                    for k in M.scaling_ks(samples)},
+        "samples": samples,
+        "errors": errors,
+        "incomplete": len(records) - len(done),
+    }
