@@ -50,3 +50,51 @@ def fake_openai():
 
     with FakeOpenAIServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def transformers_server():
+    """A real OpenAI-compatible server (``transformers serve``) for the embedded model on loopback.
+
+    Yields ``(base_url, model_name)``. Started once per test session; killed at the end.
+    """
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from j1.models import resolve_model
+
+    exe = shutil.which("transformers", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the transformers CLI is not installed")
+    path = resolve_model(None)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [exe, "serve", path, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 180
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"transformers serve exited: {proc.stderr.read()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{base_url}/models", timeout=2).read()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield base_url, path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -38,6 +38,8 @@ class FakeOpenAIServer:
         self.latency = latency
         self.honour_n = honour_n
         self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0  # most requests being served at once: shows client concurrency
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -85,6 +87,15 @@ class FakeOpenAIServer:
                 with server._lock:
                     server.requests.append(body)
                     count = len(server.requests)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body, count)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body: dict, count: int) -> None:
                 if server.latency:
                     time.sleep(server.latency)
                 if count <= server.fail_first:

@@ -10,6 +10,7 @@ resumed run discards (a torn last line is the only tolerated defect, see ``read_
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import logging
 import os
@@ -114,7 +115,7 @@ def _plain(obj: Any) -> Any:
         return [_plain(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
-    if hasattr(obj, "value") and isinstance(getattr(obj, "value"), str):  # str enums
+    if isinstance(obj, enum.Enum):
         return obj.value
     return obj
 

@@ -90,8 +90,7 @@ class LocalBackend(Backend):
             # One torch seed per batch, derived from its prompts: reproducible for the same inputs.
             seed = sum(prompt_seed(params.seed, prompts[i]) for i in batch) & 0x7FFFFFFF
             outs = self._generate([texts[i] for i in batch], params, seed)
-            for i, comps in zip(batch, outs, strict=True):
-                yield i, comps
+            yield from zip(batch, outs, strict=True)
 
     def _generate(self, texts: list[str], params: SamplingParams, seed: int) -> list[list[Completion]]:
         import torch

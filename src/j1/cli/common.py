@@ -30,7 +30,7 @@ def setup_logging(verbose: bool = False) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for noisy in ("httpx", "urllib3", "openai", "transformers"):
+    for noisy in ("httpx", "httpx2", "urllib3", "openai", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -20,16 +20,13 @@ import re
 from dataclasses import dataclass, field
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """What a judgment says. Every parser maps every string to exactly one of these."""
 
     A = "A"
     B = "B"
     TIE = "tie"
     INVALID = "invalid"
-
-    def __str__(self) -> str:  # so f-strings and json.dumps(..., default=str) print "A", not "Verdict.A"
-        return self.value
 
     def swapped(self) -> Verdict:
         """The same verdict seen from the other presentation order (A<->B)."""
@@ -141,9 +138,10 @@ def parse_answer(tail: str) -> tuple[Verdict, str | None]:
     return verdicts.pop(), None
 
 
-# A plain decimal number, optionally followed by "/10". No exponents, no signs other than a
-# leading minus (which then fails the range check with a clear reason).
-_SCORE = re.compile(r"^\s*(-?\d+(?:\.\d+)?|-?\.\d+)\s*(?:/\s*10(?:\.0+)?)?\s*$")
+# A plain ASCII decimal number, optionally followed by "/10". No exponents, no non-ASCII digits
+# (``\d`` would accept them), no signs other than a leading minus (which then fails the range
+# check with a clear reason).
+_SCORE = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?|-?\.[0-9]+)\s*(?:/\s*10(?:\.0+)?)?\s*$")
 
 
 def parse_score(tail: str, name: str) -> tuple[float | None, str | None]:

@@ -1,0 +1,63 @@
+"""The local transformers backend on the embedded model: shared prefill, seeding, batching."""
+
+from __future__ import annotations
+
+import pytest
+
+from j1.backends import SamplingParams
+from j1.backends.local import LocalBackend
+
+PROMPTS = [
+    [{"role": "user", "content": "Name a colour."}],
+    [{"role": "user", "content": "Write one short sentence about the sea and the moon, please."}],
+    [{"role": "user", "content": "What is 3 + 4?"}],
+]
+
+
+def test_shared_prefill_matches_separate_prompts(embedded_backend: LocalBackend):
+    """Greedy: n samples from one shared prefill equal the single greedy answer, token for token."""
+    greedy = embedded_backend.generate(PROMPTS, SamplingParams(n=1, temperature=0, max_new_tokens=12))
+    # Temperature ~0 through the sampling path with n=3 exercises the shared-prefill branch.
+    shared = embedded_backend.generate(PROMPTS, SamplingParams(n=3, temperature=1e-4, max_new_tokens=12))
+    for g, s in zip(greedy, shared, strict=True):
+        assert len(s) == 3
+        assert all(c.text == g[0].text for c in s)
+
+
+def test_sampling_is_seeded_and_varies(embedded_backend: LocalBackend):
+    params = SamplingParams(n=4, temperature=1.0, max_new_tokens=10, seed=7)
+    first = embedded_backend.generate(PROMPTS[:1], params)
+    again = embedded_backend.generate(PROMPTS[:1], params)
+    assert [c.text for c in first[0]] == [c.text for c in again[0]]
+    assert len({c.text for c in first[0]}) > 1  # 4 samples at T=1 are not all identical
+    other = embedded_backend.generate(PROMPTS[:1], SamplingParams(n=4, temperature=1.0, max_new_tokens=10, seed=8))
+    assert [c.text for c in other[0]] != [c.text for c in first[0]]
+
+
+def test_finish_reason_and_tokens(embedded_backend: LocalBackend):
+    out = embedded_backend.generate(PROMPTS[:1], SamplingParams(n=1, temperature=0, max_new_tokens=3))
+    assert out[0][0].finish_reason == "length"
+    assert out[0][0].completion_tokens == 3
+
+
+def test_batches_respect_limits(embedded_backend: LocalBackend):
+    b = LocalBackend.from_model(embedded_backend.model, embedded_backend.tokenizer, max_batch_rows=8)
+    batches = b._batches([5, 50, 7, 48, 6], n=4)  # 8 rows / 4 samples = 2 prompts per batch
+    assert sorted(i for batch in batches for i in batch) == [0, 1, 2, 3, 4]
+    assert all(len(batch) <= 2 for batch in batches)
+    assert batches[0] == [0, 4]  # shortest first: lengths 5 and 6 share a batch
+
+
+def test_stream_yields_every_prompt_once(embedded_backend: LocalBackend):
+    seen = [i for i, _ in embedded_backend.stream(PROMPTS, SamplingParams(n=2, temperature=1, max_new_tokens=4))]
+    assert sorted(seen) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"n": 0}, "at least one"), ({"n": 2, "temperature": 0}, "identical"), ({"temperature": -1}, ">= 0"),
+     ({"max_new_tokens": 0}, ">= 1")],
+)
+def test_sampling_params_checks(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SamplingParams(**kwargs)

@@ -1,0 +1,65 @@
+"""The OpenAI-compatible backend against a scripted server speaking the real protocol on loopback."""
+
+from __future__ import annotations
+
+import pytest
+from fake_openai import FakeOpenAIServer
+
+from j1.backends import BackendError, SamplingParams
+from j1.backends.openai_http import OpenAIBackend
+
+MSG = [[{"role": "user", "content": f"q{i}"}] for i in range(6)]
+
+
+def test_n_samples_and_model_discovery(fake_openai):
+    backend = OpenAIBackend(fake_openai.base_url)
+    assert backend.model_name == "scripted-judge"  # from GET /models
+    out = backend.generate(MSG[:2], SamplingParams(n=3, temperature=1, max_new_tokens=8))
+    assert [len(o) for o in out] == [3, 3]
+    assert [r["n"] for r in fake_openai.requests] == [3, 3]  # one request per prompt, n at once
+    assert fake_openai.requests[0]["max_tokens"] == 8
+    assert backend.usage.completion_tokens == 30
+
+
+def test_server_that_ignores_n_is_asked_again():
+    with FakeOpenAIServer(honour_n=False) as server:
+        out = OpenAIBackend(server.base_url, "m").generate(MSG[:1], SamplingParams(n=3, temperature=1))
+        assert len(out[0]) == 3
+        assert [r["n"] for r in server.requests] == [3, 2, 1]
+        assert len({r["seed"] for r in server.requests}) == 3  # each wave gets its own seed
+
+
+def test_retries_then_succeeds():
+    with FakeOpenAIServer(fail_first=2, fail_status=503) as server:
+        backend = OpenAIBackend(server.base_url, "m", max_retries=3, backoff=0.01)
+        out = backend.generate(MSG[:1], SamplingParams())
+        assert len(out[0]) == 1 and len(server.requests) == 3
+
+
+def test_gives_up_naming_server_and_status():
+    with FakeOpenAIServer(fail_first=100, fail_status=503) as server:
+        backend = OpenAIBackend(server.base_url, "m", max_retries=1, backoff=0.01)
+        with pytest.raises(BackendError, match=r"127\.0\.0\.1.*HTTP 503"):
+            backend.generate(MSG[:1], SamplingParams())
+
+
+def test_client_error_is_not_retried():
+    with FakeOpenAIServer(fail_first=100, fail_status=400) as server:
+        backend = OpenAIBackend(server.base_url, "m", max_retries=3, backoff=0.01)
+        with pytest.raises(BackendError, match="HTTP 400"):
+            backend.generate(MSG[:1], SamplingParams())
+        assert len(server.requests) == 1
+
+
+def test_unreachable_server():
+    backend = OpenAIBackend("http://127.0.0.1:9/v1", "m", max_retries=0, timeout=2)
+    with pytest.raises(BackendError, match="connection error"):
+        backend.generate(MSG[:1], SamplingParams())
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_concurrency_limit_is_used_and_respected(limit):
+    # Each request holds the server for 0.2 s, so the client's requests overlap up to its limit.
+    with FakeOpenAIServer(latency=0.2) as server:
+        OpenAIBackend(server.base_url, "m", concurrency=limit).generate(MSG, SamplingParams())
+        assert server.max_in_flight == limit
