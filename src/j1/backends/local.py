@@ -27,6 +27,7 @@ class LocalBackend(Backend):
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
         dtype: "float32" (fastest on CPUs without bf16 units), "bfloat16" or "float16".
         device: "cpu", "cuda", ... (default: cuda when available).
+        share_prefill: encode each prompt once for its n samples (off only to measure the gain).
     """
 
     def __init__(
@@ -37,6 +38,7 @@ class LocalBackend(Backend):
         max_batch_tokens: int = 65536,
         dtype: str = "float32",
         device: str | None = None,
+        share_prefill: bool = True,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -51,6 +53,7 @@ class LocalBackend(Backend):
         self.model.eval()
         self.max_batch_rows = max_batch_rows
         self.max_batch_tokens = max_batch_tokens
+        self.share_prefill = share_prefill
         self.usage = Usage()
 
     @classmethod
@@ -61,6 +64,7 @@ class LocalBackend(Backend):
         self.device = str(next(model.parameters()).device)
         self.max_batch_rows = kw.get("max_batch_rows", 32)
         self.max_batch_tokens = kw.get("max_batch_tokens", 65536)
+        self.share_prefill = kw.get("share_prefill", True)
         self.usage = Usage()
         return self
 
@@ -109,7 +113,7 @@ class LocalBackend(Backend):
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         torch.manual_seed(seed)
         with torch.inference_mode():
-            if n == 1 or ids.shape[1] < 2:
+            if n == 1 or ids.shape[1] < 2 or not self.share_prefill:
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw
                 )
