@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Baseline: the embedded SmolLM2-135M-Instruct judged zero-shot on the dev slices in ../shared/data.
+# Run from the repo root:  flock /tmp/j1-heavy.lock bash results/eval-baseline/run_baseline.sh
+# Each run writes runs/eval-baseline/<name>/ (gitignored); the small artefacts are copied here.
+set -euo pipefail
+J1=.venv/bin/j1
+DATA=../shared/data
+COMMON="--max-new-tokens 128 --seed 0"
+run() {  # name, then j1 eval arguments
+  local name=$1; shift
+  local out=runs/eval-baseline/$name
+  echo "=== $name: $(date -u +%H:%M:%S)"
+  $J1 eval "$@" $COMMON --out "$out" --resume --progress false
+  mkdir -p results/eval-baseline/$name
+  cp "$out"/metrics.json "$out"/report.md "$out"/run.json "$out"/*.png results/eval-baseline/$name/
+  # the raw judgments too, when small
+  if [ "$(stat -c %s "$out/judgments.jsonl")" -lt 1000000 ]; then cp "$out/judgments.jsonl" results/eval-baseline/$name/; fi
+}
+run judgebench_dev_pav --benchmark judgebench --data $DATA/judgebench_dev.jsonl --format pav --limit 20
+run llmbar_dev_pav     --benchmark llmbar     --data $DATA/llmbar_dev.jsonl     --format pav --limit 20
+run rmbench_dev_pos    --benchmark rmbench    --data $DATA/rmbench_dev.jsonl    --format pos --limit 10
+run rmbench_dev_pav    --benchmark rmbench    --data $DATA/rmbench_dev.jsonl    --format pav --limit 4
+run pandalm_dev_pav    --benchmark pandalm    --data $DATA/pandalm_dev.jsonl    --format pav --limit 20
+run hh_rlhf_dev_pav    --benchmark hh_rlhf    --data $DATA/hh_rlhf_harmless_dev.jsonl --format pav --limit 20
+run llmbar_dev_pos     --benchmark llmbar     --data $DATA/llmbar_dev.jsonl     --format pos --limit 20
+run autoj_dev_pav      --benchmark autoj      --data $DATA/autoj_pairwise_dev.jsonl --format pav --limit 20
+echo "=== done: $(date -u +%H:%M:%S)"
