@@ -121,11 +121,17 @@ class _SynthSourceArgs:
     split: str = field(default="train", metadata={"help": "Split of a Hugging Face dataset source."})
     limit: int | None = field(default=None, metadata={"help": "Use only the first N prompts of the source."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop taking new work after this many minutes (stats are written; rerun to continue)."},
+    )
 
     def _check_source(self) -> None:
         if not self.source:
             raise ValueError("--source is required: a local file or a Hugging Face dataset id")
         _check_out(self.out)
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ValueError(f"--max-minutes {self.max_minutes}: must be > 0 (or leave it out for no limit)")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all prompts)")
 

@@ -41,15 +41,16 @@ def run_math(cfg: SynthMathConfig) -> dict:
                                   split=cfg.split, limit=cfg.limit)
     with PairStore(cfg.out, KIND) as store:
         todo = sum(p.id not in store.done for p in problems)
+        before = len(store.done)
         backend = build_backend(cfg) if todo else _NoBackend()
         try:
             synth_math(backend, problems, store, cfg.sampling_params(), source=source_name(cfg.source),
-                       progress=cfg.progress)
+                       progress=cfg.progress, deadline=_deadline(started, cfg))
         finally:
             backend.close()
         stats = store.stats(
             prompts_seen=len(problems),
-            run=run_entry(started, backend, todo, len(problems) - todo),
+            run=run_entry(started, backend, len(store.done) - before, len(problems) - todo),
             extra={"samples": sample_counts_from_store(store), "source": cfg.source},
         )
         store.write_stats(stats)
@@ -81,20 +82,22 @@ def run_chat(cfg: SynthChatConfig) -> dict:
     problems = load_chat_prompts(cfg.source, prompt_field=cfg.prompt_field, split=cfg.split, limit=cfg.limit)
     with PairStore(cfg.out, KIND) as store:
         todo = sum(p.id not in store.done for p in problems)
+        before = len(store.done)
         backend = build_backend(cfg) if todo else _NoBackend()
         judge = build_judge(cfg) if todo else None
         checks: dict = {}
         try:
             if todo:
                 checks = dict(synth_chat(backend, problems, store, options_from(cfg), Embedder(cfg.embedder),
-                                         source=source_name(cfg.source), judge=judge, progress=cfg.progress))
+                                         source=source_name(cfg.source), judge=judge, progress=cfg.progress,
+                                         deadline=_deadline(started, cfg)))
         finally:
             backend.close()
             if judge is not None:
                 judge.close()
         stats = store.stats(
             prompts_seen=len(problems),
-            run=run_entry(started, backend, todo, len(problems) - todo) | {"rewrite_checks": checks},
+            run=run_entry(started, backend, len(store.done) - before, len(problems) - todo) | {"rewrite_checks": checks},
             extra={"rewrite_checks": _rewrite_checks(store), "source": cfg.source},
         )
         store.write_stats(stats)
@@ -117,6 +120,10 @@ def run_mix(cfg: MixConfig) -> dict:
     from j1.data.mix import run_mix_config
 
     return run_mix_config(cfg)
+
+
+def _deadline(started: float, cfg) -> float | None:
+    return None if cfg.max_minutes is None else started + 60 * cfg.max_minutes
 
 
 class _NoBackend:

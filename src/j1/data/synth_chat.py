@@ -19,6 +19,7 @@ once the source is fully done.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -126,6 +127,7 @@ def synth_chat(
     source: str,
     judge: Backend | None = None,
     progress: bool = True,
+    deadline: float | None = None,
 ) -> Counter:
     """Make chat pairs for every prompt not yet in ``store``; returns counts of every rewrite
     candidate's check result (``kept`` or a drop reason) in this call."""
@@ -140,6 +142,10 @@ def synth_chat(
     bar = tqdm(total=len(todo), desc="synth chat", unit="prompt", disable=not progress)
     try:
         for start in range(0, len(todo), opts.chunk_size):
+            if deadline is not None and time.time() > deadline:
+                log.warning("time limit reached after %d of %d prompts; rerun the command to continue",
+                            start, len(todo))
+                break
             chunk = todo[start:start + opts.chunk_size]
             answers = _run_step(backend, cache, "answer", [(p.id, answer_messages(p.prompt)) for p in chunk], opts.answer)
             rewrites = _run_step(backend, cache, "rewrite", [(p.id, rewrite_messages(p.prompt)) for p in chunk],

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections import Counter
 from collections.abc import Sequence
 
@@ -71,8 +72,12 @@ def synth_math(
     *,
     source: str,
     progress: bool = True,
+    deadline: float | None = None,
 ) -> Counter:
     """Make pairs for every problem not yet in ``store``, appending each outcome as it finishes.
+
+    ``deadline`` (a ``time.time()`` value): stop taking results after it; the problems in flight
+    are simply redone by the next run.
 
     Returns:
         Counts of sample statuses (right/wrong/no_answer) over the samples drawn in this call.
@@ -118,6 +123,10 @@ def synth_math(
             store.add_pair(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta))
         bar.update(1)
         bar.set_postfix(pairs=len(store.pairs), right=samples[RIGHT], wrong=samples[WRONG])
+        if deadline is not None and time.time() > deadline:
+            log.warning("time limit reached after %d of %d problems; rerun the command to continue",
+                        bar.n, len(todo))
+            break
     bar.close()
     return samples
 

@@ -1,0 +1,118 @@
+"""Noise checks: similarity measures, the band table, answer duplicates, rewrite cleaning, the embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+from j1.data import filters
+from j1.data.filters import (
+    ANSWER_EMPTY,
+    REJECTED_DUPLICATE,
+    REWRITE_DRIFT,
+    REWRITE_EMPTY,
+    REWRITE_PARAPHRASE,
+    REWRITE_SAME,
+    Bands,
+    answers_verdict,
+    clean_rewrite,
+    lexical_similarity,
+    rewrite_verdict,
+    same_text,
+    words,
+)
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    ("", "", 1.0),
+    ("a b c", "", 0.0),
+    ("Write a poem about cats.", "write a POEM about cats", 1.0),  # case and punctuation ignored
+    # 5 tokens each, 4 matching in order: 2*4/10
+    ("write a poem about cats", "write a poem about dogs", 0.8),
+    # "give three tips for staying healthy" (6) vs "give five tips for staying healthy" (6): 2*5/12
+    ("Give three tips for staying healthy.", "Give five tips for staying healthy.", 10 / 12),
+    # one added word: 5 vs 6 tokens, 5 matching: 2*5/11
+    ("write a poem about cats", "write a short poem about cats", 10 / 11),
+    # same words, reversed order: longest matching blocks "a"… SequenceMatcher finds 1 of 2 -> 2*1/4
+    ("a b", "b a", 0.5),
+    ("naïve café", "NAÏVE CAFÉ", 1.0),
+])
+def test_lexical_similarity(a, b, expected):
+    assert lexical_similarity(a, b) == pytest.approx(expected)
+
+
+def test_words_and_same_text():
+    assert words("Hello,  World! 42") == ["hello", "world", "42"]
+    assert words("ﬁne") == ["fine"]  # NFKC folds the ligature
+    assert same_text("Translate: I love apples.", "translate i love apples")
+    assert not same_text("I love apples", "I love pears")
+
+
+B = Bands()  # lexical_min 0.1, embedding_min 0.4, embedding_max 0.97, reword_lexical 0.5, reword_embedding 0.85
+
+
+@pytest.mark.parametrize("x,x2,lex,emb,expected", [
+    ("Write a poem.", "", 0.0, 0.0, REWRITE_EMPTY),
+    ("Write a poem.", " ?! ", 0.0, 0.0, REWRITE_EMPTY),  # no words at all
+    ("Write a poem.", "write a poem", 1.0, 1.0, REWRITE_SAME),
+    ("Write a poem.", "Write a poem!!", 1.0, 0.99, REWRITE_SAME),  # same beats paraphrase
+    # paraphrase by meaning: embedding at/above embedding_max, whatever the words
+    ("a b c", "a b d", 0.67, 0.97, REWRITE_PARAPHRASE),
+    ("a b c", "x y z", 0.0, 0.99, REWRITE_PARAPHRASE),  # paraphrase beats drift
+    # reworded, meaning kept: lexical < 0.5 and embedding >= 0.85
+    ("a b c", "x y c", 0.33, 0.85, REWRITE_PARAPHRASE),
+    ("a b c", "x y c", 0.5, 0.9, None),  # lexical exactly 0.5 is not "reworded"
+    # drift: embedding below 0.4 or lexical below 0.1
+    ("a b c", "x y z", 0.3, 0.39, REWRITE_DRIFT),
+    ("a b c", "x y z", 0.09, 0.6, REWRITE_DRIFT),
+    ("a b c", "x y z", 0.1, 0.4, None),  # both exactly at the lower bounds: kept
+    # the good middle: a changed entity or constraint
+    ("Write a poem about cats.", "Write a poem about dogs.", 0.8, 0.78, None),
+    ("Describe making crepes.", "Describe making pancakes.", 0.83, 0.55, None),
+])
+def test_rewrite_bands(x, x2, lex, emb, expected):
+    assert rewrite_verdict(x, x2, lex, emb, B) == expected
+
+
+@pytest.mark.parametrize("chosen,rejected,lex,emb,expected", [
+    ("", "text", 0.0, 0.0, ANSWER_EMPTY),
+    ("text", "  ", 0.0, 0.0, ANSWER_EMPTY),
+    ("Same answer.", "same answer", 1.0, 1.0, REJECTED_DUPLICATE),
+    ("a b", "a c", 0.9, 0.5, REJECTED_DUPLICATE),  # lexical at the threshold
+    ("a b", "a c", 0.5, 0.985, REJECTED_DUPLICATE),  # embedding at the threshold
+    ("a b", "a c", 0.89, 0.98, None),
+])
+def test_answer_checks(chosen, rejected, lex, emb, expected):
+    assert answers_verdict(chosen, rejected, lex, emb, 0.9, 0.985) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("<request>Write a poem about dogs.</request>", "Write a poem about dogs."),
+    ("<request>\nList 3 fruits.\n</request>\nI changed the count.", "List 3 fruits."),
+    ("<request>Unclosed tag request", "Unclosed tag request"),
+    ("New request: Write a limerick.", "Write a limerick."),
+    ("Here is the modified request:\n\"Name two rivers.\"", "Name two rivers."),
+    ("Rewritten version: 'Sum 2 and 3.'", "Sum 2 and 3."),
+    ("Plain text answer.", "Plain text answer."),
+    ("", ""),
+    ("</request>", ""),
+    ("Describe the new request format.", "Describe the new request format."),  # no label: untouched
+])
+def test_clean_rewrite(text, expected):
+    assert clean_rewrite(text) == expected
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return filters.Embedder()
+
+
+def test_bundled_embedder_loads_offline_and_orders_similarity(embedder, monkeypatch):
+    assert (filters.bundled_embedder_path() / "model.safetensors").exists()
+    same, near, far = embedder.cosine([
+        ("Write a poem about cats.", "Write a poem about cats."),
+        ("Write a poem about cats.", "Write a poem about dogs."),
+        ("Write a poem about cats.", "Explain how to change a car tire."),
+    ])
+    assert same == pytest.approx(1.0, abs=1e-3)
+    assert far < filters.Bands().embedding_min < near < filters.Bands().embedding_max
+    assert embedder.cosine([]) == []
