@@ -140,6 +140,10 @@ def run_eval(cfg, backend: Backend | None = None) -> dict:
     out_dir = Path(cfg.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     check_resume(out_dir, cfg)
+    # A resumed run's old metrics/report would look complete while judging goes on: remove them;
+    # they are rewritten (atomically) when the run finishes.
+    for stale in ("metrics.json", "report.md"):
+        (out_dir / stale).unlink(missing_ok=True)
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
