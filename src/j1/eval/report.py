@@ -101,7 +101,7 @@ def plot(out_dir: Path, metrics: dict) -> list[str]:
     panels = [("consistent accuracy (%)", cons)]
     if all(f is not None for f in flips):
         panels.append(("flip rate (%)", [100 * f for f in flips]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 1 + 0.3 * len(cats)), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 1.5 + 0.3 * len(cats)), squeeze=False)
     for ax, (title, vals) in zip(axes[0], panels, strict=True):
         ax.barh(cats, vals)
         ax.set_title(title)
