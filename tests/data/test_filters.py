@@ -10,8 +10,10 @@ from j1.data.filters import (
     REJECTED_DUPLICATE,
     REWRITE_DRIFT,
     REWRITE_EMPTY,
+    REWRITE_NOT_REQUEST,
     REWRITE_PARAPHRASE,
     REWRITE_SAME,
+    REWRITE_TRUNCATED,
     Bands,
     answers_verdict,
     clean_rewrite,
@@ -71,6 +73,23 @@ B = Bands()  # lexical_min 0.1, embedding_min 0.4, embedding_max 0.97, reword_le
 ])
 def test_rewrite_bands(x, x2, lex, emb, expected):
     assert rewrite_verdict(x, x2, lex, emb, B) == expected
+
+
+@pytest.mark.parametrize("x,x2,truncated,expected", [
+    ("List tips.", "List five tips for", True, REWRITE_TRUNCATED),
+    ("List tips.", "", True, REWRITE_EMPTY),  # empty is reported before truncated
+    ("Give three tips for staying healthy.", "Here are three tips for staying healthy:", False, REWRITE_NOT_REQUEST),
+    ("Write a poem.", "Sure! Write a poem about dogs.", False, REWRITE_NOT_REQUEST),
+    ("Write a poem.", "Certainly, here is a poem", False, REWRITE_NOT_REQUEST),
+    ("Write a poem.", "I'd be happy to help.", False, REWRITE_NOT_REQUEST),
+    ("Write a poem.", "As an AI, I cannot", False, REWRITE_NOT_REQUEST),
+    # a request that itself opens like a reply keeps rewrites that do too
+    ("Here is my essay; fix its grammar.", "Here is my essay; fix its spelling.", False, None),
+    ("Write a poem.", "Write a sure-footed poem.", False, None),  # "sure" only as the opening word
+    ("Write a poem.", "Herein write a poem about dogs.", False, None),
+])
+def test_rewrite_truncated_and_not_request(x, x2, truncated, expected):
+    assert rewrite_verdict(x, x2, 0.7, 0.8, B, truncated=truncated) == expected
 
 
 @pytest.mark.parametrize("chosen,rejected,lex,emb,expected", [

@@ -25,7 +25,8 @@ REWRITE_HEAD = REWRITE_INSTRUCTION.split("{")[0][:40]
 # chat_tiny.jsonl prompt -> (rewrite candidate 0, candidate 1)
 REWRITES = {
     "Write a poem about cats.": ("<request>Write a poem about dogs.</request>", "Write a poem about owls."),
-    "Give three tips for staying healthy.": ("Provide 3 suggestions to stay healthy.",) * 2,  # paraphrase
+    "Give three tips for staying healthy.": ("Provide 3 suggestions to stay healthy.",  # paraphrase
+                                             "Sure! Here are three tips: sleep, eat, move."),  # an answer
     "Describe a process of making crepes.": ("Explain how to change a car tire.",) * 2,  # drift
     "Translate the sentence into French.\n\nI love apples.": ("Translate the sentence into French.\n\nI love apples!",) * 2,
     "Summarize the history of Rome in two sentences.": ("Summarize the history of Rome in five sentences.",) * 2,
@@ -95,9 +96,10 @@ def test_every_drop_reason_without_judge(fake_openai, tmp_path, capsys):
     assert stats["pairs"] == 2 and stats["done"] == 6
     assert stats["dropped"] == {"rejected_duplicate": 1, "rewrite_drift": 1, "rewrite_paraphrase": 1,
                                 "rewrite_same": 1}
-    # 12 candidates: cats 2 kept; tips 2 paraphrase; crepes 2 drift; French 2 same; Rome 2 kept; colors empty + kept
+    # 12 candidates: cats 2 kept; tips paraphrase + answer; crepes 2 drift; French 2 same; Rome 2 kept;
+    # colors empty + kept
     assert stats["rewrite_checks"] == {"kept": 5, "rewrite_drift": 2, "rewrite_empty": 1,
-                                       "rewrite_paraphrase": 2, "rewrite_same": 2}
+                                       "rewrite_not_request": 1, "rewrite_paraphrase": 1, "rewrite_same": 2}
     # requests: 6 answers + 6 rewrite requests (n=2 each) + 3 answers to x' (cats, Rome, colors)
     assert len(fake_openai.requests) == 15
     assert "chat pairs: 2 of 6 prompts done" in capsys.readouterr().out
@@ -224,7 +226,9 @@ def test_kill_dash_nine_then_rerun(tmp_path):
 
 # --- the embedded model -------------------------------------------------------------------------
 
-def test_embedded_model_end_to_end(tmp_path):
+def test_embedded_model_end_to_end(tmp_path, embedded_backend, monkeypatch):
+    # the CLI as a user runs it, with the session's already loaded embedded model (saves a load)
+    monkeypatch.setattr("j1.cli.synth_cmd.build_backend", lambda cfg: embedded_backend)
     out = tmp_path / "chat.jsonl"
     assert main(["synth", "chat", "--source", str(FIX / "chat_tiny.jsonl"), "--limit", "2", "--max_new_tokens", "8",
                  "--rewrite_max_new_tokens", "16", "--rewrite_samples", "1", "--out", str(out),

@@ -209,7 +209,9 @@ def test_kill_dash_nine_then_rerun_loses_and_duplicates_nothing(tmp_path):
 
 # --- the embedded model -------------------------------------------------------------------------
 
-def test_embedded_model_end_to_end(tmp_path):
+def test_embedded_model_end_to_end(tmp_path, embedded_backend, monkeypatch):
+    # the CLI as a user runs it, with the session's already loaded embedded model (saves a load)
+    monkeypatch.setattr("j1.cli.synth_cmd.build_backend", lambda cfg: embedded_backend)
     out = tmp_path / "math.jsonl"
     assert main(["synth", "math", "--source", str(FIX / "gsm8k_tiny.jsonl"), "--limit", "2", "--samples", "2",
                  "--max_new_tokens", "12", "--out", str(out), "--progress", "false"]) == 0

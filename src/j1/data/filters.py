@@ -12,6 +12,11 @@ check that x' differs from x in a way that matters. We measure two similarities 
 
 and sort x' into bands (thresholds from the config; the values are recorded in each record's meta):
 
+- ``rewrite_empty``: no words; ``rewrite_truncated``: the model hit the token limit before
+  finishing x' (a cut-off request is not a fine request);
+- ``rewrite_not_request``: x' opens like an assistant's reply ("Sure", "Here are three tips...",
+  "Certainly"): small models often answer x instead of rewriting it, and that text, though
+  similar to x by both measures, is no request at all;
 - ``rewrite_same``: equal after normalising case, spacing and punctuation;
 - ``rewrite_paraphrase``: embedding >= ``embedding_max`` (the meaning did not move), or reworded
   with the meaning kept: lexical < ``reword_lexical`` and embedding >= ``reword_embedding``;
@@ -42,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REWRITE_EMPTY = "rewrite_empty"
+REWRITE_TRUNCATED = "rewrite_truncated"
+REWRITE_NOT_REQUEST = "rewrite_not_request"
 REWRITE_SAME = "rewrite_same"
 REWRITE_PARAPHRASE = "rewrite_paraphrase"
 REWRITE_DRIFT = "rewrite_drift"
@@ -93,9 +100,27 @@ class Bands:
     reword_embedding: float = 0.85
 
 
-def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float, bands: Bands) -> str | None:
-    """The reason to reject rewrite x' of x, or None to keep it. Checked in this order: empty, same,
-    paraphrase, drift.
+# How assistant replies open; a request (or its rewrite) does not start this way.
+_REPLY_OPENING = re.compile(
+    r"^\W*(?:sure\b|certainly\b|of course\b|absolutely\b|here(?:'s| is| are)\b|i(?:'d| would) be (?:happy|glad)\b|"
+    r"as an ai\b|i (?:can(?:not|'t)|am unable)\b)",
+    re.IGNORECASE,
+)
+
+
+def looks_like_reply(text: str) -> bool:
+    """True when ``text`` opens like an assistant's answer rather than a request.
+
+    >>> looks_like_reply("Here are three tips for staying healthy:"), looks_like_reply("List three tips.")
+    (True, False)
+    """
+    return bool(_REPLY_OPENING.match(text))
+
+
+def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float, bands: Bands,
+                    truncated: bool = False) -> str | None:
+    """The reason to reject rewrite x' of x, or None to keep it. Checked in this order: empty,
+    truncated, not a request, same, paraphrase, drift.
 
     >>> b = Bands()  # lexical_min 0.1, embedding_min 0.4, embedding_max 0.97, reword 0.5 / 0.85
     >>> rewrite_verdict("a b", "a c", 0.8, 0.8, b) is None
@@ -109,6 +134,10 @@ def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float,
     """
     if not words(rewrite):
         return REWRITE_EMPTY
+    if truncated:
+        return REWRITE_TRUNCATED
+    if looks_like_reply(rewrite) and not looks_like_reply(prompt):
+        return REWRITE_NOT_REQUEST
     if same_text(prompt, rewrite):
         return REWRITE_SAME
     if embedding >= bands.embedding_max or (lexical < bands.reword_lexical and embedding >= bands.reword_embedding):

@@ -155,9 +155,12 @@ def synth_chat(
             flat = [(p.id, k, p.prompt, x2) for p in chunk for k, x2 in enumerate(cands[p.id])]
             cos = embedder.cosine([(x, x2) for _, _, x, x2 in flat])
             checked: dict[str, list[dict]] = {p.id: [] for p in chunk}
-            for (pid, _, x, x2), emb in zip(flat, cos, strict=True):
+            for (pid, k, x, x2), emb in zip(flat, cos, strict=True):
                 lex = round(filters.lexical_similarity(x, x2), 4)
-                verdict = filters.rewrite_verdict(x, x2, lex, emb, opts.bands)
+                raw = rewrites[pid][k]
+                # cut off by the token limit, unless the closing tag shows the request was complete
+                truncated = raw.finish_reason == "length" and "</request>" not in raw.text.lower()
+                verdict = filters.rewrite_verdict(x, x2, lex, emb, opts.bands, truncated=truncated)
                 candidates[verdict or "kept"] += 1
                 checked[pid].append({"text": x2, "lexical": lex, "embedding": emb, "verdict": verdict or "kept"})
             metas: dict[str, dict] = {}
