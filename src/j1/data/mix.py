@@ -203,7 +203,7 @@ def run_mix_config(cfg) -> dict:
         "inputs": per_input,
         "train": {"pairs": len(train), "rows": n_train, "kinds": dict(Counter(p.kind for p in train)),
                   "prompts": len({prompt_key(p.prompt) for p in train}),
-                  "label_A": sum(r.label == "A" for p in train for r in both_orders(p, cfg.seed)[:1])},
+                  "chosen_is_response_a": sum(both_orders(p, cfg.seed)[0].label == "A" for p in train)},
         "heldout": {"pairs": len(heldout), "rows": n_held, "kinds": dict(Counter(p.kind for p in heldout)),
                     "prompts": len({prompt_key(p.prompt) for p in heldout})},
         "heldout_fraction": cfg.heldout_fraction,

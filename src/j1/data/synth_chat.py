@@ -9,7 +9,9 @@ bands), and a rejected answer that duplicates the chosen one; optionally a refer
 prefer chosen in both orders (``judge_disagrees`` otherwise). Every value is kept in ``meta``.
 
 Steps per chunk of prompts: (1) answer x and write ``rewrite_samples`` candidate rewrites;
-(2) take the first candidate that passes the prompt checks; (3) answer x'; (4) check the answers;
+(2) take the first candidate that passes the prompt checks (when none does, the prompt is dropped
+with the first candidate's reason; every candidate's verdict is in meta and in the stats'
+``rewrite_checks``); (3) answer x'; (4) check the answers;
 (5) optionally judge both orders; (6) append the pair or the dropped record. Each model output is
 appended to ``OUT.work.jsonl`` as it arrives, so a killed run loses no generation: the rerun takes
 every finished step from there and asks the model only for the rest. The work file is removed
