@@ -21,7 +21,7 @@ def clean(solution: str) -> str:
 
 def main(src: str, out_dir: str, n_train: int = 400, n_heldout: int = 100, seed: int = 0) -> None:
     rows = [json.loads(line) for line in open(src, encoding="utf-8")]
-    short = [r for r in rows if len(r["question"].split()) <= 45 and len(r["answer"].split()) <= 50]
+    short = [r for r in rows if len(r["question"].split()) <= 30 and len(r["answer"].split()) <= 30]
     rng = random.Random(seed)
     rng.shuffle(short)
     picked = short[: n_train + n_heldout]

@@ -319,6 +319,11 @@ class TrainConfig:
         metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
                   "OUTPUT_DIR/reward_trace-RANK.jsonl (proves both orders are rewarded together)."},
     )
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop and save after this many minutes of training (a time box on shared machines; "
+                  "continue with --resume_from_checkpoint latest)."},
+    )
 
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)

@@ -42,7 +42,14 @@ def main(argv: Sequence[str]) -> int:
         write_run_json(out / "run.json", command="j1 train", config=config, started=started,
                        status="running", resume_from=resume, data=info)
     result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(out / "final"))
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload") and not trainer.is_deepspeed_enabled:
+        # LoRA: save the merged model, so j1 eval/judge load OUTPUT_DIR/final as a plain model
+        # (checkpoints keep the adapter for resuming).
+        if is_main:
+            model.merge_and_unload().save_pretrained(str(out / "final"))
+    else:
+        trainer.save_model(str(out / "final"))
     if is_main:
         trainer.processing_class.save_pretrained(str(out / "final"))
         write_run_json(out / "run.json", command="j1 train", config=config, started=started,

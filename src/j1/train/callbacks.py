@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -49,3 +50,22 @@ class JsonlLogCallback(TrainerCallback):
         if self._out is not None:
             self._out.close()
             self._out = None
+
+
+class TimeLimitCallback(TrainerCallback):
+    """Stop (and save) after the step that crosses ``minutes`` of training wall time: a time box for
+    shared machines. The run can be continued with ``--resume_from_checkpoint latest``."""
+
+    def __init__(self, minutes: float):
+        self.seconds = minutes * 60.0
+        self._start: float | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._start = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._start is not None and time.monotonic() - self._start > self.seconds:
+            log.warning("time limit of %.1f min reached at step %d: stopping", self.seconds / 60, state.global_step)
+            control.should_training_stop = True
+            control.should_save = True
+        return control

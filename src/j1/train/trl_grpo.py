@@ -196,7 +196,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
 
     from j1.models import resolve_model
     from j1.rewards import make_reward_funcs
-    from j1.train.callbacks import JsonlLogCallback
+    from j1.train.callbacks import JsonlLogCallback, TimeLimitCallback
     from j1.train.data import build_rows, load_pairs
 
     path = resolve_model(model_args.model_name_or_path)
@@ -225,7 +225,8 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks],
+        callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks,
+                   *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
         pair_advantages=j1cfg.pair_advantages,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
     )

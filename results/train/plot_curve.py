@@ -1,0 +1,49 @@
+"""Reward curve of a j1 train run: reads OUTPUT_DIR/log.jsonl, writes a PNG.
+
+    .venv/bin/python results/train/plot_curve.py runs/train/pav-dev/log.jsonl results/train/reward_curve.png
+"""
+
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+SERIES = [
+    ("reward", "total reward (mean)"),
+    ("rewards/correctness/mean", "correctness"),
+    ("rewards/consistency/mean", "consistency"),
+    ("j1/invalid_rate", "invalid rate"),
+    ("j1/flip_rate", "flip rate (rollout k, AB vs BA)"),
+    ("j1/shown_A_share", "share of verdicts = first shown"),
+]
+
+
+def smooth(xs, k=5):
+    return [sum(xs[max(0, i - k + 1) : i + 1]) / len(xs[max(0, i - k + 1) : i + 1]) for i in range(len(xs))]
+
+
+def main(log_path: str, png: str) -> None:
+    rows = [json.loads(line) for line in open(log_path) if line.strip()]
+    rows = [r for r in rows if "loss" in r]
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
+    for ax, (key, title) in zip(axes.flat, SERIES, strict=True):
+        pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+        if pts:
+            steps, vals = zip(*pts, strict=True)
+            ax.plot(steps, vals, alpha=0.35, label="per step")
+            ax.plot(steps, smooth(list(vals)), label="mean of last 5")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("GRPO step")
+    axes[0][0].legend()
+    fig.suptitle(log_path)
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,79 @@
+"""``j1 train`` and ``j1 warmup`` end to end on a tiny random model (seconds per step)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import CPU_FLAGS
+
+from j1.cli.main import main
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _train(tiny_model, pair_file, out, *extra):
+    return main([
+        "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+        "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+        "--save_steps", "1", "--reward_trace", "true", *CPU_FLAGS, *extra,
+    ])
+
+
+def test_train_logs_checkpoints_and_resumes(tiny_model, pair_file, tmp_path):
+    out = tmp_path / "run"
+    lora = ["--use_peft", "true", "--lora_r", "4", "--lora_target_modules", "all-linear"]
+    assert _train(tiny_model, pair_file, out, "--max_steps", "2", *lora) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "done" and run["global_step"] == 2 and run["data"]["units"] == 8
+    assert run["config"]["j1"]["formulation"] == "pav" and run["config"]["grpo"]["num_generations"] == 2
+    steps = [r for r in _rows(out / "log.jsonl") if "loss" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    for key in ("rewards/correctness/mean", "rewards/consistency/mean", "j1/acc/AB", "j1/acc/BA",
+                "j1/invalid_rate", "j1/missing_partner", "j1/pair_frac_reward_zero_std"):
+        assert key in steps[0], key
+    assert steps[0]["j1/missing_partner"] == 0.0
+    # every reward call saw whole pairs: both orders, G rollouts each
+    for call in _rows(out / "reward_trace-0.jsonl"):
+        orders = {}
+        for pid, order, _ in call["rows"]:
+            orders.setdefault(pid, []).append(order)
+        assert all(sorted(o) == ["AB", "AB", "BA", "BA"] for o in orders.values()), call
+    assert (out / "checkpoint-2" / "adapter_config.json").exists()
+    # the final model is the merged LoRA model: a plain folder j1 eval can load
+    assert (out / "final" / "config.json").exists() and not (out / "final" / "adapter_config.json").exists()
+
+    # resume from the newest checkpoint to step 3: the log keeps steps 1..3 once each
+    assert _train(tiny_model, pair_file, out, "--max_steps", "3", "--resume_from_checkpoint", "latest", *lora) == 0
+    assert [r["step"] for r in _rows(out / "log.jsonl") if "loss" in r] == [1, 2, 3]
+    assert json.loads((out / "run.json").read_text())["resume_from"].endswith("checkpoint-2")
+
+
+def test_train_rejects_split_pairs(tiny_model, pair_file, tmp_path):
+    # 2 rows per process with G = 2 is one prompt: half a pair
+    with pytest.raises(ValueError, match="whole pairs"):
+        main(["train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model),
+              "--output_dir", str(tmp_path / "x"), "--num_generations", "2", "--per_device_train_batch_size", "2",
+              "--max_steps", "1", *CPU_FLAGS])
+
+
+def test_train_config_errors_name_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--train_file", "x.jsonl", "--formulation", "pairwise", "--output_dir", "o"])
+    assert "--formulation 'pairwise'" in capsys.readouterr().err
+
+
+def test_warmup_reports_valid_rate(tiny_model, pair_file, tmp_path):
+    out = tmp_path / "wu"
+    assert main([
+        "warmup", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+        "--formulation", "pavs", "--heldout_pairs", "1", "--max_steps", "2", "--per_device_train_batch_size", "4",
+        "--check_max_new_tokens", "4", "--save_strategy", "no", *CPU_FLAGS,
+    ]) == 0
+    report = json.loads((out / "warmup.json").read_text())
+    assert report["train_rows"] == 14 and report["heldout_rows"] == 2
+    for when in ("before", "after"):
+        assert report[when]["completions"] == 4 and 0.0 <= report[when]["valid_rate"] <= 1.0
+    assert (out / "config.json").exists() and json.loads((out / "run.json").read_text())["command"] == "j1 warmup"
