@@ -21,3 +21,5 @@ $J1 eval $EVAL --model $R/pav-dev/final --out $R/eval-after
 mkdir -p results/train/pav-dev
 cp $R/warmup-pav/warmup.json $R/pav-dev/log.jsonl $R/pav-dev/run.json results/train/pav-dev/
 for e in eval-before eval-after; do mkdir -p results/train/pav-dev/$e; cp $R/$e/metrics.json $R/$e/report.md results/train/pav-dev/$e/; done
+# 5. j1's GRPO step vs plain TRL's on the embedded model, same settings (1 pair x 2 orders x 4 rollouts)
+.venv/bin/python bench/bench_train_step.py --steps 2 --batch 8 --max_completion_length 40 --json results/train/bench_smollm2.json
