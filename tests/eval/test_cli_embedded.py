@@ -4,6 +4,7 @@ the runner on the session's shared local backend (pointwise)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,9 @@ def test_cli_eval_then_score_on_the_embedded_model(tmp_path):
     cmd = [sys.executable, "-m", "j1.cli.main", "eval", "--benchmark", "generic", "--data", str(FIX / "generic.jsonl"),
            "--format", "pav", "--samples", "2", "--temperature", "1.0", "--limit", "2", "--max-new-tokens", "16",
            "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    # One torch thread: on a shared 2-core box the default spin-waiting threads are several times slower.
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = json.loads(proc.stdout)
     assert printed["n"] == 2 and printed["benchmark"] == "generic"
@@ -36,7 +39,7 @@ def test_cli_eval_then_score_on_the_embedded_model(tmp_path):
 
     (out / "metrics.json").unlink()
     proc = subprocess.run([sys.executable, "-m", "j1.cli.main", "score", str(out)], capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
+                          timeout=300, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "metrics.json").read_text()) == m
 
