@@ -266,3 +266,20 @@ def test_example_configs_parse():
     for p in paths:
         cfg = parse(EvalConfig, ["--config", str(p)], prog="j1 eval")
         assert cfg.benchmark and cfg.out
+
+
+def test_resuming_a_finished_run_judges_nothing_and_loads_no_model(tmp_path, monkeypatch):
+    import j1.cli.common
+
+    with FakeOpenAIServer(scripted) as srv:
+        main(eval_args(srv, tmp_path / "r"))
+        ref = json.loads((tmp_path / "r" / "metrics.json").read_text())
+
+    def no_backend(cfg):
+        raise AssertionError("a finished run needs no backend")
+
+    monkeypatch.setattr(j1.cli.common, "build_backend", no_backend)
+    with FakeOpenAIServer(scripted) as srv2:  # another server: the old one is gone
+        main(eval_args(srv2, tmp_path / "r", "--resume"))
+        assert srv2.requests == []
+    assert json.loads((tmp_path / "r" / "metrics.json").read_text()) == ref

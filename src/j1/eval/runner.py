@@ -30,9 +30,9 @@ from j1.schema import JsonlAppender, write_json_atomic
 
 log = logging.getLogger(__name__)
 
-# Config fields that must match for --resume to continue a run (the rest, e.g. --limit or
-# --concurrency, may change between attempts).
-RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "model", "base_url", "samples",
+# Config fields that must match for --resume to continue a run (the rest, e.g. --limit,
+# --concurrency or the server's --base-url, may change between attempts).
+RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "model", "samples",
                "temperature", "top_p", "max_new_tokens", "seed")
 
 
@@ -133,6 +133,13 @@ def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
     return metrics
 
 
+def _recorded_model(out_dir: Path) -> str | None:
+    import json
+
+    path = out_dir / "run.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("model") if path.exists() else None
+
+
 def run_eval(cfg, backend: Backend | None = None) -> dict:
     """Run ``j1 eval`` for an EvalConfig; returns the metrics. ``backend`` overrides the one the
     config names (tests, benchmarks)."""
@@ -156,20 +163,26 @@ def run_eval(cfg, backend: Backend | None = None) -> dict:
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
              bench.name, len(items), total, cfg.samples, total - len(work), len(work))
-    if backend is None:
+    own_backend = backend is None and bool(work)
+    if own_backend:
         from j1.cli.common import build_backend
 
         backend = build_backend(cfg)
-    model = backend.model_name
+    # Nothing left to judge (a finished run resumed): no model is loaded; keep the recorded name.
+    model = backend.model_name if backend is not None else _recorded_model(out_dir) or cfg.model or "default"
     info = dict(model=model, items=len(items), prompts=total, status="running")
     write_run_json(out_dir / "run.json", command="eval", config=cfg, started=started, **info)
     t0 = time.time()
-    with JsonlAppender(judgments) as out:
-        errors = judge_stream(backend, work, cfg.sampling_params(), out,
-                              max_errors=cfg.max_error_rate * total, progress=cfg.progress)
+    try:
+        with JsonlAppender(judgments) as out:
+            errors = judge_stream(backend, work, cfg.sampling_params(), out,
+                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
+    finally:
+        if own_backend:
+            backend.close()
     gen_seconds = time.time() - t0
     info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
-                generation_seconds=round(gen_seconds, 3), usage=vars(backend.usage))
+                generation_seconds=round(gen_seconds, 3), usage=vars(backend.usage) if backend is not None else None)
     write_run_json(out_dir / "run.json", command="eval", config=cfg, started=started, **info)
     metrics = score_run(out_dir, n_boot=cfg.n_boot)
     log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
