@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Baseline: the embedded SmolLM2-135M-Instruct judged zero-shot on the dev slices in ../shared/data.
-# Run from the repo root:  flock /tmp/j1-heavy.lock bash results/eval-baseline/run_baseline.sh
+# Run from the repo root:  OMP_NUM_THREADS=1 flock /tmp/j1-heavy.lock bash results/eval-baseline/run_baseline.sh
+# (on the shared 2-core box it ran on the lead's second lane, /tmp/j1-lane2.lock, with OMP_NUM_THREADS=1)
 # Each run writes runs/eval-baseline/<name>/ (gitignored); the small artefacts are copied here.
 set -euo pipefail
 J1=.venv/bin/j1
 DATA=../shared/data
-COMMON="--max-new-tokens 128 --seed 0"
+COMMON="--max-new-tokens 128 --seed 0 --batch-rows 16"
 run() {  # name, then j1 eval arguments
   local name=$1; shift
   local out=runs/eval-baseline/$name
@@ -16,12 +17,11 @@ run() {  # name, then j1 eval arguments
   # the raw judgments too, when small
   if [ "$(stat -c %s "$out/judgments.jsonl")" -lt 1000000 ]; then cp "$out/judgments.jsonl" results/eval-baseline/$name/; fi
 }
-run judgebench_dev_pav --benchmark judgebench --data $DATA/judgebench_dev.jsonl --format pav --limit 20
+run judgebench_dev_pav --benchmark judgebench --data $DATA/judgebench_dev.jsonl --format pav --limit 10
 run llmbar_dev_pav     --benchmark llmbar     --data $DATA/llmbar_dev.jsonl     --format pav --limit 20
-run rmbench_dev_pos    --benchmark rmbench    --data $DATA/rmbench_dev.jsonl    --format pos --limit 10
-run rmbench_dev_pav    --benchmark rmbench    --data $DATA/rmbench_dev.jsonl    --format pav --limit 4
+run rmbench_dev_pos    --benchmark rmbench    --data $DATA/rmbench_dev.jsonl    --format pos --limit 5
+run llmbar_dev_pos     --benchmark llmbar     --data $DATA/llmbar_dev.jsonl     --format pos --limit 20
 run pandalm_dev_pav    --benchmark pandalm    --data $DATA/pandalm_dev.jsonl    --format pav --limit 20
 run hh_rlhf_dev_pav    --benchmark hh_rlhf    --data $DATA/hh_rlhf_harmless_dev.jsonl --format pav --limit 20
-run llmbar_dev_pos     --benchmark llmbar     --data $DATA/llmbar_dev.jsonl     --format pos --limit 20
-run autoj_dev_pav      --benchmark autoj      --data $DATA/autoj_pairwise_dev.jsonl --format pav --limit 20
+run rmbench_dev_pav    --benchmark rmbench    --data $DATA/rmbench_dev.jsonl    --format pav --limit 2
 echo "=== done: $(date -u +%H:%M:%S)"
