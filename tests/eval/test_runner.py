@@ -118,7 +118,7 @@ class Crash(Exception):
     pass
 
 
-def test_resume_after_crash_never_reasks_a_recorded_judgment(tmp_path, monkeypatch):
+def test_resume_after_crash_never_reasks_a_recorded_judgment(tmp_path, monkeypatch, capsys):
     from j1.eval import runner
 
     data = FIX / "generic.jsonl"
@@ -147,19 +147,27 @@ def test_resume_after_crash_never_reasks_a_recorded_judgment(tmp_path, monkeypat
         assert len(recorded) == 3 and not (out / "metrics.json").exists()
 
         srv.requests.clear()
-        with pytest.raises(FileExistsError, match="pass --resume"):
-            main(eval_args(srv, out, bench="generic", data=data, fmt="pav"))
+        assert main(eval_args(srv, out, bench="generic", data=data, fmt="pav")) == 2
+        assert "pass --resume" in capsys.readouterr().err
         main(eval_args(srv, out, "--resume", bench="generic", data=data, fmt="pav"))
         asked = [keys[r["messages"][-1]["content"]] for r in srv.requests]
         assert len(asked) == 3 and not set(asked) & recorded  # only the missing three
     assert json.loads((out / "metrics.json").read_text()) == json.loads((ref / "metrics.json").read_text())
 
 
-def test_resume_refuses_other_settings(tmp_path):
+def test_resume_refuses_other_settings(tmp_path, capsys):
     with FakeOpenAIServer(scripted) as srv:
         main(eval_args(srv, tmp_path / "r"))
-        with pytest.raises(ValueError, match="--format was 'pav', now 'pas'"):
-            main(eval_args(srv, tmp_path / "r", "--resume", fmt="pas"))
+        assert main(eval_args(srv, tmp_path / "r", "--resume", fmt="pas")) == 2
+    assert "--format was 'pav', now 'pas'" in capsys.readouterr().err
+
+
+def test_bad_data_is_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "p", "chosen": "c"}\n')
+    with FakeOpenAIServer(scripted) as srv:
+        assert main(eval_args(srv, tmp_path / "r", bench="generic", data=bad)) == 2
+    assert f"j1 eval: error: {bad}:1: missing field 'rejected'" in capsys.readouterr().err
 
 
 def test_subprocess_killed_with_sigkill_then_resumed(tmp_path):
@@ -236,12 +244,11 @@ def test_failed_prompts_are_kept_and_retried_on_resume(tmp_path):
         assert json.loads((out / "metrics.json").read_text())["errors"] == 0
 
 
-def test_too_many_errors_fail_the_run(tmp_path):
-    from j1.eval.runner import TooManyErrors
-
+def test_too_many_errors_fail_the_run(tmp_path, capsys):
     with FakeOpenAIServer(scripted, fail_first=100, fail_status=400) as srv:
-        with pytest.raises(TooManyErrors, match="prompts failed for good"):
-            main(eval_args(srv, tmp_path / "r", "--max-error-rate", "0.1"))
+        assert main(eval_args(srv, tmp_path / "r", "--max-error-rate", "0.1")) == 1
+    assert "prompts failed for good" in capsys.readouterr().err
+    assert not (tmp_path / "r" / "metrics.json").exists()
 
 
 @pytest.mark.parametrize("args,message", [

@@ -14,9 +14,19 @@ from j1.cli.configs import EvalConfig, ScoreConfig
 def main(argv: Sequence[str]) -> int:
     cfg = parse(EvalConfig, argv, prog="j1 eval")
     setup_logging()
-    from j1.eval.runner import run_eval
+    from j1.eval.runner import TooManyErrors, run_eval
+    from j1.schema import RowError
 
-    metrics = run_eval(cfg)
+    try:
+        metrics = run_eval(cfg)
+    except TooManyErrors as exc:
+        sys.stderr.write(f"j1 eval: {exc}\n")
+        return 1
+    except (RowError, OSError, ValueError, RuntimeError) as exc:
+        # Bad data, a missing file, a run folder in use, an unreachable server: the message says
+        # what and where; a traceback would only bury it.
+        sys.stderr.write(f"j1 eval: error: {exc}\n")
+        return 2
     json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
               sys.stdout, indent=2)
     sys.stdout.write("\n")
