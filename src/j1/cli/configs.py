@@ -293,7 +293,6 @@ class TrainConfig:
         metadata={"help": "Training pairs: the output of `j1 synth mix` (both orders, pair ids) or a pair "
                   "file with prompt/chosen/rejected (both orders are built here)."},
     )
-    eval_file: str | None = field(default=None, metadata={"help": "Held-out pairs, same formats (optional)."})
     consistency: str = field(default="expected", metadata={"help": "Consistency reward mode: expected or index."})
     correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
     consistency_weight: float | None = field(
