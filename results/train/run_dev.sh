@@ -23,3 +23,5 @@ cp $R/warmup-pav/warmup.json $R/pav-dev/log.jsonl $R/pav-dev/run.json results/tr
 for e in eval-before eval-after; do mkdir -p results/train/pav-dev/$e; cp $R/$e/metrics.json $R/$e/report.md results/train/pav-dev/$e/; done
 # 5. j1's GRPO step vs plain TRL's on the embedded model, same settings (1 pair x 2 orders x 4 rollouts)
 .venv/bin/python bench/bench_train_step.py --steps 2 --batch 8 --max_completion_length 40 --json results/train/bench_smollm2.json
+# 6. the held-out pairs of `j1 synth mix` (chat pairs), before and after RL
+LIMIT=10 bash results/train/eval_synth_heldout.sh
