@@ -108,6 +108,22 @@ def test_same_seed_same_file_other_seed_other_choice(fake_openai, tmp_path):
     assert len(picks) > 1 and all(c in (0, 1) and r in (2, 3) for c, r in picks)
 
 
+def test_max_minutes_stops_between_chunks_and_rerun_finishes(tmp_path):
+    src = _generated_source(tmp_path / "gen.jsonl", 12)
+    out = tmp_path / "math.jsonl"
+    args = ["synth", "math", "--source", str(src), "--samples", "2", "--out", str(out), "--progress", "false",
+            "--concurrency", "2"]
+    with FakeOpenAIServer(gen_reply, latency=0.4) as server:
+        # 0.005 min = 0.3 s: the first chunk (2 problems, one wave of 2 requests at 0.4 s) ends past it
+        assert main([*args, "--base-url", server.base_url, "--max_minutes", "0.005"]) == 0
+        assert len(server.requests) == 2  # no second chunk was started
+        assert len(_lines(out)) + len(_lines(tmp_path / "math.dropped.jsonl")) == 2  # nothing thrown away
+        assert main([*args, "--base-url", server.base_url]) == 0
+        assert len(server.requests) == 12
+    stats = json.loads((tmp_path / "math.stats.json").read_text())
+    assert [r["processed"] for r in stats["runs"]] == [2, 10] and stats["done"] == 12
+
+
 @pytest.mark.parametrize("statuses,expected", [
     ([], "no_right_sample"),
     (["no_answer", "no_answer"], "no_right_sample"),

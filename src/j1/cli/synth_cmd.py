@@ -45,7 +45,8 @@ def run_math(cfg: SynthMathConfig) -> dict:
         backend = build_backend(cfg) if todo else _NoBackend()
         try:
             synth_math(backend, problems, store, cfg.sampling_params(), source=source_name(cfg.source),
-                       progress=cfg.progress, deadline=_deadline(started, cfg))
+                       progress=cfg.progress, deadline=_deadline(started, cfg),
+                       chunk_size=cfg.concurrency if cfg.base_url else max(1, cfg.batch_rows // cfg.samples))
         finally:
             backend.close()
         stats = store.stats(

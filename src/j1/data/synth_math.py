@@ -73,11 +73,15 @@ def synth_math(
     source: str,
     progress: bool = True,
     deadline: float | None = None,
+    chunk_size: int | None = None,
 ) -> Counter:
     """Make pairs for every problem not yet in ``store``, appending each outcome as it finishes.
 
-    ``deadline`` (a ``time.time()`` value): stop taking results after it; the problems in flight
-    are simply redone by the next run.
+    Problems go to the backend ``chunk_size`` at a time, in source order (all at once when None).
+    ``deadline`` (a ``time.time()`` value) is checked between chunks: no new chunk starts after it,
+    and a started chunk is finished, so no generated sample is thrown away. The CLI uses one local
+    batch (or one wave of HTTP requests) per chunk; a time-boxed run thus covers the first problems
+    of the source.
 
     Returns:
         Counts of sample statuses (right/wrong/no_answer) over the samples drawn in this call.
@@ -96,8 +100,20 @@ def synth_math(
     if not todo:
         return samples
     bar = tqdm(total=len(todo), desc="synth math", unit="problem", disable=not progress)
-    for i, comps in backend.stream([math_messages(p.prompt) for p in todo], params):
-        p, gold = todo[i], golds[todo[i].id]
+    step = chunk_size or len(todo)
+    for start in range(0, len(todo), step):
+        if deadline is not None and time.time() > deadline:
+            log.warning("time limit reached after %d of %d problems; rerun the command to continue",
+                        start, len(todo))
+            break
+        _run_chunk(backend, todo[start:start + step], golds, store, params, source, samples, bar)
+    bar.close()
+    return samples
+
+
+def _run_chunk(backend, chunk, golds, store, params, source, samples, bar) -> None:
+    for i, comps in backend.stream([math_messages(p.prompt) for p in chunk], params):
+        p, gold = chunk[i], golds[chunk[i].id]
         checks = [check_answer(gold, c.text) for c in comps]
         statuses = [c.status for c in checks]
         samples.update(statuses)
@@ -123,12 +139,6 @@ def synth_math(
             store.add_pair(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta))
         bar.update(1)
         bar.set_postfix(pairs=len(store.pairs), right=samples[RIGHT], wrong=samples[WRONG])
-        if deadline is not None and time.time() > deadline:
-            log.warning("time limit reached after %d of %d problems; rerun the command to continue",
-                        bar.n, len(todo))
-            break
-    bar.close()
-    return samples
 
 
 def sample_counts_from_store(store: PairStore) -> dict[str, int]:
