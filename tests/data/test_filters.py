@@ -8,6 +8,7 @@ from j1.data import filters
 from j1.data.filters import (
     ANSWER_EMPTY,
     REJECTED_DUPLICATE,
+    REWRITE_ANSWER_LIKE,
     REWRITE_DRIFT,
     REWRITE_EMPTY,
     REWRITE_NOT_REQUEST,
@@ -87,9 +88,54 @@ def test_rewrite_bands(x, x2, lex, emb, expected):
     ("Here is my essay; fix its grammar.", "Here is my essay; fix its spelling.", False, None),
     ("Write a poem.", "Write a sure-footed poem.", False, None),  # "sure" only as the opening word
     ("Write a poem.", "Herein write a poem about dogs.", False, None),
+    # x' that talks about x instead of asking (seen from SmolLM2-135M in the first real run)
+    ("Adapt the joke.", "The user wants to know why the frog crossed the road", False, REWRITE_NOT_REQUEST),
+    ("Explain birds.", "Original request:\nChange the topic to mammals", False, REWRITE_NOT_REQUEST),
+    # speaks of "the request" although x does not (our instruction echoed back)
+    ("Invent a new word.", "I'm making a request to the AI to invent a word.", False, REWRITE_NOT_REQUEST),
+    ("List five books.", "Based on the original request, I can provide: A, B", False, REWRITE_NOT_REQUEST),
+    ("Explain e-commerce.", "To clarify this request, let's examine it.", False, REWRITE_NOT_REQUEST),
+    ("Explain e-commerce.", "Explain what was requested in e-commerce.", False, REWRITE_NOT_REQUEST),
+    ("Reply to the refund request.", "Reply to the refund request in French.", False, None),  # x says it too
+    ("Write a poem.", "Write a poem about requesting help.", False, None),  # another word: not matched
+    ("Sort the books.", "A better version of the original request would be:", False, REWRITE_NOT_REQUEST),
+    ("Brainstorm ideas.", "The new version: brainstorm ideas", False, REWRITE_NOT_REQUEST),
+    ("Generate a rap.", "Sentiment: The user wants to create a rap.", False, REWRITE_NOT_REQUEST),
+    ("Name two sources.", "I'm afraid that my previous request is related", False, REWRITE_NOT_REQUEST),
+    ("Name two sources.", "Answer: wind and solar", False, REWRITE_NOT_REQUEST),
+    # ...but a request may start with these words when they do not open a comment
+    ("Fix the sentence.", "The following sentence has an error; fix it.", False, None),
+    ("Write a poem.", "Answer the riddle in a poem.", False, None),  # "answer" as a verb, no colon
+    # x itself opens that way: its rewrites may too
+    ("The request header is below; explain each field.", "The request header is below; list each field.", False, None),
 ])
 def test_rewrite_truncated_and_not_request(x, x2, truncated, expected):
     assert rewrite_verdict(x, x2, 0.7, 0.8, B, truncated=truncated) == expected
+
+
+@pytest.mark.parametrize("emb,answer_emb,margin,expected", [
+    # x' against x (emb) and against the chosen answer (answer_emb); answer-like when
+    # answer_emb >= emb + margin. "To create crepes, a process ... involves kneading dough" vs
+    # "Describe a process of making crepes." and its answer, first real run: 0.79 vs 0.82.
+    (0.79, 0.82, 0.0, REWRITE_ANSWER_LIKE),
+    (0.8, 0.8, 0.0, REWRITE_ANSWER_LIKE),  # a tie counts: no nearer to x than to an answer
+    (0.8, 0.79, 0.0, None),
+    (0.8, 0.85, 0.1, None),  # nearer the answer, but within the margin
+    (0.5, 0.6, 0.1, REWRITE_ANSWER_LIKE),  # exactly at the margin
+    (0.8, None, 0.0, None),  # no answer given: the check is skipped
+    (0.98, 0.99, 0.0, REWRITE_ANSWER_LIKE),  # before paraphrase in the order
+    (0.3, 0.35, 0.0, REWRITE_ANSWER_LIKE),  # before drift in the order
+    (0.3, 0.2, 0.0, REWRITE_DRIFT),
+])
+def test_rewrite_answer_like(emb, answer_emb, margin, expected):
+    bands = Bands(answer_margin=margin)
+    assert rewrite_verdict("Describe making crepes.", "Crepes need batter.", 0.6, emb, bands,
+                           answer_embedding=answer_emb) == expected
+
+
+def test_same_and_not_request_come_before_answer_like():
+    assert rewrite_verdict("Write a poem.", "write a poem", 1.0, 1.0, B, answer_embedding=1.0) == REWRITE_SAME
+    assert rewrite_verdict("Write a poem.", "Sure! A poem:", 0.3, 0.5, B, answer_embedding=0.9) == REWRITE_NOT_REQUEST
 
 
 @pytest.mark.parametrize("chosen,rejected,lex,emb,expected", [
@@ -115,6 +161,8 @@ def test_answer_checks(chosen, rejected, lex, emb, expected):
     ("", ""),
     ("</request>", ""),
     ("Describe the new request format.", "Describe the new request format."),  # no label: untouched
+    ("<requirement>List five books.</requirement>", "List five books."),  # a misspelt wrapping tag
+    ("<b>List</b> five <i>books</i>", "<b>List</b> five <i>books</i>"),  # tags inside: untouched
 ])
 def test_clean_rewrite(text, expected):
     assert clean_rewrite(text) == expected

@@ -15,7 +15,7 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from j1.cli.main import main
-from j1.data.synth_chat import REWRITE_INSTRUCTION
+from j1.data.synth_chat import REWRITE_EXAMPLES, REWRITE_INSTRUCTION
 from j1.schema import read_pairs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,12 +27,15 @@ REWRITES = {
     "Write a poem about cats.": ("<request>Write a poem about dogs.</request>", "Write a poem about owls."),
     "Give three tips for staying healthy.": ("Provide 3 suggestions to stay healthy.",  # paraphrase
                                              "Sure! Here are three tips: sleep, eat, move."),  # an answer
-    "Describe a process of making crepes.": ("Explain how to change a car tire.",) * 2,  # drift
+    "Describe a process of making crepes.": ("Explain how to change a car tire.",  # drift
+                                             "Whisk flour, eggs and milk into a thin batter and fry it in a hot pan."),
     "Translate the sentence into French.\n\nI love apples.": ("Translate the sentence into French.\n\nI love apples!",) * 2,
     "Summarize the history of Rome in two sentences.": ("Summarize the history of Rome in five sentences.",) * 2,
     "List four primary colors of light.": ("", "New request: List three primary colors of light."),
 }
 ROME = "Rome was founded in 753 BC, became a republic, then an empire, and fell in 476 AD."
+# the answer to the crepes request; its rewrite candidate 1 is a piece of this answer, not a request
+CREPES = "Crepes: whisk flour, eggs and milk into a thin batter, then fry each crepe for a minute per side."
 
 
 def scripted(messages, index, body):
@@ -47,6 +50,8 @@ def scripted(messages, index, body):
         return f"<think>checked</think> <answer>[[{'A' if good else 'B'}]]</answer>"
     if "Rome" in text:
         return ROME  # the same answer to x and x': a duplicate
+    if text == "Describe a process of making crepes.":
+        return CREPES
     return "Answer to: " + text
 
 
@@ -89,6 +94,10 @@ def test_every_drop_reason_without_judge(fake_openai, tmp_path, capsys):
     }
     para = dropped["Give three tips for staying healthy."]["meta"]["rewrite_candidates"][0]
     assert para["lexical"] < 0.5 and para["embedding"] >= 0.85  # reworded, same meaning
+    crepes = dropped["Describe a process of making crepes."]["meta"]["rewrite_candidates"]
+    assert [c["verdict"] for c in crepes] == ["rewrite_drift", "rewrite_answer_like"]
+    # measured (all-MiniLM-L6-v2): the whisk-and-fry text is 0.37 from x but 0.70 from the answer
+    assert crepes[1]["answer_embedding"] > crepes[1]["embedding"]
     rome = dropped["Summarize the history of Rome in two sentences."]["meta"]
     assert rome["chosen"] == rome["rejected"] == ROME and rome["answer_similarity"]["lexical"] == 1.0
 
@@ -96,10 +105,14 @@ def test_every_drop_reason_without_judge(fake_openai, tmp_path, capsys):
     assert stats["pairs"] == 2 and stats["done"] == 6
     assert stats["dropped"] == {"rejected_duplicate": 1, "rewrite_drift": 1, "rewrite_paraphrase": 1,
                                 "rewrite_same": 1}
-    # 12 candidates: cats 2 kept; tips paraphrase + answer; crepes 2 drift; French 2 same; Rome 2 kept;
-    # colors empty + kept
-    assert stats["rewrite_checks"] == {"kept": 5, "rewrite_drift": 2, "rewrite_empty": 1,
+    # 12 candidates: cats 2 kept; tips paraphrase + answer; crepes drift + answer-like; French 2 same;
+    # Rome 2 kept; colors empty + kept
+    assert stats["rewrite_checks"] == {"kept": 5, "rewrite_answer_like": 1, "rewrite_drift": 1, "rewrite_empty": 1,
                                        "rewrite_not_request": 1, "rewrite_paraphrase": 1, "rewrite_same": 2}
+    # each rewrite request shows the worked examples as earlier turns
+    rewrite_req = next(r for r in fake_openai.requests if r["messages"][-1]["content"].startswith(REWRITE_HEAD))
+    assert [m["role"] for m in rewrite_req["messages"]] == ["user", "assistant"] * len(REWRITE_EXAMPLES) + ["user"]
+    assert rewrite_req["messages"][1]["content"] == f"<request>{REWRITE_EXAMPLES[0][1]}</request>"
     # requests: 6 answers + 6 rewrite requests (n=2 each) + 3 answers to x' (cats, Rome, colors)
     assert len(fake_openai.requests) == 15
     assert "chat pairs: 2 of 6 prompts done" in capsys.readouterr().out

@@ -15,7 +15,8 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from j1.cli.main import main
-from j1.data.synth_math import choose
+from j1.data.mathcheck import check_answer, parse_gold
+from j1.data.synth_math import MATH_EXAMPLE, choose, math_messages
 from j1.schema import read_pairs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,6 +78,21 @@ def test_pairs_and_drop_reasons(fake_openai, tmp_path, capsys):
     # the prompt asks for a boxed answer, and sends all 4 samples in one request (n=4)
     assert all(r["n"] == 4 for r in fake_openai.requests)
     assert "\\boxed{}" in fake_openai.requests[0]["messages"][-1]["content"]
+    # after the worked example, whose solution ends in a boxed answer
+    assert [m["role"] for m in fake_openai.requests[0]["messages"]] == ["user", "assistant", "user"]
+    assert fake_openai.requests[0]["messages"][1]["content"].endswith("The answer is \\boxed{27}.")
+
+
+def test_math_messages():
+    problem = "Tom has 3 apples and buys 4 more. How many apples?\n(unicode: é)"
+    plain = math_messages(problem, example=None)
+    assert len(plain) == 1 and plain[0]["role"] == "user"
+    assert plain[0]["content"].endswith("Problem: " + problem)  # the source's text, unchanged
+    shot = math_messages(problem)
+    assert shot[-1] == plain[0] and shot[0]["content"].endswith("Problem: " + MATH_EXAMPLE[0])
+    assert shot[1] == {"role": "assistant", "content": MATH_EXAMPLE[1]}
+    # the example's own answer verifies: a worked example that failed our checker would teach nothing
+    assert check_answer(parse_gold("#### 27"), MATH_EXAMPLE[1]).status == "right"
 
 
 def test_rerun_asks_nothing_and_extends_with_limit(fake_openai, tmp_path):

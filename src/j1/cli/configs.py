@@ -173,6 +173,10 @@ class SynthChatConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
         default=0.5, metadata={"help": "Reworded paraphrase: lexical below this while embedding >= --reword-embedding."}
     )
     reword_embedding: float = field(default=0.85, metadata={"help": "See --reword-lexical."})
+    answer_margin: float = field(
+        default=0.0, metadata={"help": "x' whose embedding cosine to the chosen answer is >= its cosine to x plus this "
+                               "reads as an answer, not a request: rewrite_answer_like."}
+    )
     answer_dup_lexical: float = field(
         default=0.9, metadata={"help": "rejected vs chosen word-sequence similarity at or above this: duplicate."}
     )

@@ -4,9 +4,10 @@ For a request x: chosen = the model's answer to x. The model rewrites x into x',
 request (one key constraint, entity or goal changed; still a fine request; our own instruction
 below), and rejected = the model's answer to x'. An answer to the wrong request is worse for x,
 *if* x' really differs from x and stays on its topic: the noise checks in :mod:`j1.data.filters`
-drop x' equal to x, a trivial paraphrase, or a drift to another topic (lexical and embedding
-bands), and a rejected answer that duplicates the chosen one; optionally a reference judge must
-prefer chosen in both orders (``judge_disagrees`` otherwise). Every value is kept in ``meta``.
+drop x' equal to x, a trivial paraphrase, a drift to another topic (lexical and embedding
+bands), an x' that reads as an answer to x rather than a request, and a rejected answer that
+duplicates the chosen one; optionally a reference judge must prefer chosen in both orders
+(``judge_disagrees`` otherwise). Every value is kept in ``meta``.
 
 Steps per chunk of prompts: (1) answer x and write ``rewrite_samples`` candidate rewrites;
 (2) take the first candidate that passes the prompt checks (when none does, the prompt is dropped
@@ -49,13 +50,29 @@ REWRITE_INSTRUCTION = (
     "</request>.\n\nOriginal request:\n{prompt}"
 )
 
+# Worked examples shown as earlier turns of the conversation (our own made-up requests). Without
+# them SmolLM2-135M mostly answered x, or described it ("The user wants to know ..."), instead of
+# rewriting it (results/synth/README.md). Each changes one detail and keeps the rest word for word,
+# including an input block, so that the answer to the rewrite misses one requirement of the original.
+REWRITE_EXAMPLES = (
+    ("Suggest three indoor activities for a rainy afternoon with young children.",
+     "Suggest three indoor activities for a rainy afternoon with elderly grandparents."),
+    ("Translate the sentence into Spanish.\n\nThe museum opens at nine in the morning.",
+     "Translate the sentence into German.\n\nThe museum opens at nine in the morning."),
+)
+
 
 def answer_messages(prompt: str) -> Messages:
     return [{"role": "user", "content": prompt}]
 
 
-def rewrite_messages(prompt: str) -> Messages:
-    return [{"role": "user", "content": REWRITE_INSTRUCTION.format(prompt=prompt)}]
+def rewrite_messages(prompt: str, examples: Sequence[tuple[str, str]] = REWRITE_EXAMPLES) -> Messages:
+    """The rewrite request for ``prompt``, after ``examples`` as (original, rewrite) turns."""
+    turns: Messages = []
+    for original, rewrite in examples:
+        turns += [{"role": "user", "content": REWRITE_INSTRUCTION.format(prompt=original)},
+                  {"role": "assistant", "content": f"<request>{rewrite}</request>"}]
+    return [*turns, {"role": "user", "content": REWRITE_INSTRUCTION.format(prompt=prompt)}]
 
 
 @dataclass
@@ -152,19 +169,23 @@ def synth_chat(
             answers = _run_step(backend, cache, "answer", [(p.id, answer_messages(p.prompt)) for p in chunk], opts.answer)
             rewrites = _run_step(backend, cache, "rewrite", [(p.id, rewrite_messages(p.prompt)) for p in chunk],
                                  opts.rewrite)
-            # Prompt checks, all candidates of the chunk in one embedding batch.
+            # Prompt checks, all candidates of the chunk in one embedding batch: x' against x, and
+            # x' against the chosen answer (an x' nearer the answer than x is an answer, not a request).
             cands = {p.id: [filters.clean_rewrite(c.text) for c in rewrites[p.id]] for p in chunk}
             flat = [(p.id, k, p.prompt, x2) for p in chunk for k, x2 in enumerate(cands[p.id])]
-            cos = embedder.cosine([(x, x2) for _, _, x, x2 in flat])
+            cos = embedder.cosine([(x, x2) for _, _, x, x2 in flat]
+                                  + [(x2, answers[pid][0].text) for pid, _, _, x2 in flat])
             checked: dict[str, list[dict]] = {p.id: [] for p in chunk}
-            for (pid, k, x, x2), emb in zip(flat, cos, strict=True):
+            for (pid, k, x, x2), emb, aemb in zip(flat, cos[:len(flat)], cos[len(flat):], strict=True):
                 lex = round(filters.lexical_similarity(x, x2), 4)
                 raw = rewrites[pid][k]
                 # cut off by the token limit, unless the closing tag shows the request was complete
                 truncated = raw.finish_reason == "length" and "</request>" not in raw.text.lower()
-                verdict = filters.rewrite_verdict(x, x2, lex, emb, opts.bands, truncated=truncated)
+                verdict = filters.rewrite_verdict(x, x2, lex, emb, opts.bands, truncated=truncated,
+                                                  answer_embedding=aemb)
                 candidates[verdict or "kept"] += 1
-                checked[pid].append({"text": x2, "lexical": lex, "embedding": emb, "verdict": verdict or "kept"})
+                checked[pid].append({"text": x2, "lexical": lex, "embedding": emb, "answer_embedding": aemb,
+                                     "verdict": verdict or "kept"})
             metas: dict[str, dict] = {}
             noisy: dict[str, str] = {}
             for p in chunk:
@@ -180,7 +201,8 @@ def synth_chat(
                     continue
                 meta.update(rewrite_index=kept, noisy_prompt=checked[p.id][kept]["text"],
                             prompt_similarity={"lexical": checked[p.id][kept]["lexical"],
-                                               "embedding": checked[p.id][kept]["embedding"]})
+                                               "embedding": checked[p.id][kept]["embedding"],
+                                               "answer_embedding": checked[p.id][kept]["answer_embedding"]})
                 noisy[p.id] = meta["noisy_prompt"]
             noisy_answers = _run_step(backend, cache, "noisy_answer",
                                       [(pid, answer_messages(x2)) for pid, x2 in noisy.items()], opts.answer)
@@ -259,7 +281,7 @@ def options_from(cfg) -> ChatOptions:
         rewrite=replace(answer, n=cfg.rewrite_samples, temperature=cfg.rewrite_temperature,
                         max_new_tokens=cfg.rewrite_max_new_tokens),
         bands=filters.Bands(cfg.lexical_min, cfg.embedding_min, cfg.embedding_max, cfg.reword_lexical,
-                            cfg.reword_embedding),
+                            cfg.reword_embedding, cfg.answer_margin),
         dup_lexical=cfg.answer_dup_lexical,
         dup_embedding=cfg.answer_dup_embedding,
         chunk_size=cfg.chunk_size,

@@ -35,15 +35,31 @@ KIND = "math"
 NO_RIGHT, NO_WRONG, BAD_GOLD = "no_right_sample", "no_wrong_sample", "gold_unparseable"
 
 # Our own wording. It asks for \boxed{} because only a boxed answer is checked (see mathcheck).
+# The instruction names no placeholder to box ("\boxed{N}" was copied literally in a trial);
+# an empty box copied from it is no_answer.
 MATH_INSTRUCTION = (
-    "Solve the following problem. Reason step by step, then write the final answer inside "
-    "\\boxed{{}} at the end.\n\nProblem: {problem}"
+    "Solve the following problem. Reason step by step, then end with the sentence "
+    "\"The answer is \\boxed{{}}.\" with the final answer inside the braces.\n\nProblem: {problem}"
+)
+# A worked example (our own made-up problem), sent as an earlier turn of the conversation. With the
+# instruction alone SmolLM2-135M never wrote a box (0 of 164 samples on GSM8K, results/synth);
+# shown one solution that ends "The answer is \boxed{27}." it mostly does.
+MATH_EXAMPLE = (
+    "A library has 3 shelves with 14 books on each shelf. It lends out 15 books. "
+    "How many books are still on the shelves?",
+    "The shelves hold 3 * 14 = 42 books.\nAfter lending out 15, 42 - 15 = 27 books are left.\n"
+    "The answer is \\boxed{27}.",
 )
 
 
-def math_messages(problem: str) -> Messages:
-    """The chat prompt that asks for a solution ending in a boxed answer."""
-    return [{"role": "user", "content": MATH_INSTRUCTION.format(problem=problem)}]
+def math_messages(problem: str, example: tuple[str, str] | None = MATH_EXAMPLE) -> Messages:
+    """The chat prompt that asks for a solution ending in a boxed answer: the worked ``example``
+    (problem, solution) as a first exchange, then ``problem`` (the source's text, unchanged)."""
+    turns: Messages = []
+    if example is not None:
+        turns = [{"role": "user", "content": MATH_INSTRUCTION.format(problem=example[0])},
+                 {"role": "assistant", "content": example[1]}]
+    return [*turns, {"role": "user", "content": MATH_INSTRUCTION.format(problem=problem)}]
 
 
 def choose(pid: str, statuses: Sequence[str], seed: int) -> tuple[int, int] | str:
