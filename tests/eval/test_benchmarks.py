@@ -188,6 +188,27 @@ def test_generic_and_followbencheval_fixtures():
     assert [it.category for it in f] == ["level 2", "level 1"]
 
 
+def test_generic_reads_synth_mix_rows(tmp_path):
+    # `j1 synth mix` writes each pair twice (AB, BA; label names the better of response_a/b): one item
+    # per pair, chosen/rejected recovered from the AB row whichever side the chosen one was shown on.
+    rows = [
+        {"pair_id": "p1", "order": "AB", "prompt": "q1", "response_a": "good", "response_b": "bad", "label": "A",
+         "label_shown": "A", "kind": "chat"},
+        {"pair_id": "p1", "order": "BA", "prompt": "q1", "response_a": "good", "response_b": "bad", "label": "A",
+         "label_shown": "B", "kind": "chat"},
+        {"pair_id": "p2", "order": "AB", "prompt": "q2", "response_a": "wrong", "response_b": "right", "label": "B",
+         "label_shown": "B", "kind": "math"},
+        {"pair_id": "p2", "order": "BA", "prompt": "q2", "response_a": "wrong", "response_b": "right", "label": "B",
+         "label_shown": "A", "kind": "math"},
+    ]
+    path = tmp_path / "heldout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items = load("generic", path)
+    assert [(it.id, it.category, it.prompt) for it in items] == [("p1", "chat", "q1"), ("p2", "math", "q2")]
+    assert items[0].responses == {"A": "good", "B": "bad"} and items[1].responses == {"A": "right", "B": "wrong"}
+    assert all(it.pairs == [("A", "B", "A")] for it in items)
+
+
 # ---- malformed rows -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bench,row,message", [
@@ -212,6 +233,12 @@ def test_generic_and_followbencheval_fixtures():
     ("mtbench_human", {"winner": "model_a", "turn": 2, "conversation_a": [{"role": "user", "content": "q"}],
                        "conversation_b": []}, "field 'turn' is 2"),
     ("generic", {"prompt": "p", "chosen": "c"}, "missing field 'rejected'"),
+    ("generic", {"pair_id": "x", "order": "AB", "prompt": "p", "response_a": "a", "response_b": "b", "label": "C"},
+     "field 'label' is 'C'"),
+    ("generic", {"pair_id": "x", "order": "CA", "prompt": "p", "response_a": "a", "response_b": "b", "label": "A"},
+     "field 'order' is 'CA'"),
+    ("generic", {"pair_id": "x", "order": "AB", "prompt": "p", "response_a": "a", "label": "A"},
+     "missing field 'response_b'"),
 ])
 def test_malformed_row_names_file_line_and_field(tmp_path, bench, row, message):
     path = tmp_path / "data.jsonl"

@@ -51,6 +51,29 @@ def test_train_logs_checkpoints_and_resumes(tiny_model, pair_file, tmp_path):
     assert json.loads((out / "run.json").read_text())["resume_from"].endswith("checkpoint-2")
 
 
+def test_lora_on_the_last_blocks_only(tiny_model, pair_file, tmp_path):
+    out = tmp_path / "top"
+    assert _train(tiny_model, pair_file, out, "--max_steps", "1", "--use_peft", "true", "--lora_r", "4",
+                  "--lora_target_modules", "all-linear", "--lora_last_layers", "1") == 0
+    adapter = json.loads((out / "checkpoint-1" / "adapter_config.json").read_text())
+    # "all-linear" is spelled out (peft refuses layer limits with it); the tiny model has blocks 0 and 1
+    assert adapter["layers_to_transform"] == [1]
+    assert sorted(adapter["target_modules"]) == ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj",
+                                                 "up_proj", "v_proj"]
+
+
+def test_restrict_lora_layers_checks_the_depth(tiny_model):
+    from peft import LoraConfig
+
+    from j1.train.trl_grpo import restrict_lora_layers
+
+    cfg = restrict_lora_layers(LoraConfig(r=4, target_modules=["q_proj", "v_proj"]), str(tiny_model), 2)
+    assert sorted(cfg.target_modules) == ["q_proj", "v_proj"] and cfg.layers_to_transform == [0, 1]
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match=f"--lora_last_layers {bad}: the model has 2 decoder blocks"):
+            restrict_lora_layers(LoraConfig(r=4, target_modules=["q_proj"]), str(tiny_model), bad)
+
+
 def test_train_rejects_split_pairs(tiny_model, pair_file, tmp_path):
     # 2 rows per process with G = 2 is one prompt: half a pair
     with pytest.raises(ValueError, match="whole pairs"):

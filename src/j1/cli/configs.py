@@ -322,6 +322,12 @@ class TrainConfig:
         metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
                   "OUTPUT_DIR/reward_trace-RANK.jsonl (proves both orders are rewarded together)."},
     )
+    lora_last_layers: int | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: put LoRA on the linear layers of the last N decoder blocks only. Why: "
+                  "backward then stops at block L-N, so a CPU step costs much less (the judge's decision is "
+                  "read out at the top)."},
+    )
     max_minutes: float | None = field(
         default=None,
         metadata={"help": "Stop and save after this many minutes of training (a time box on shared machines; "
@@ -333,7 +339,7 @@ class TrainConfig:
         _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
         if not self.train_file:
             raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
-        for name in ("max_pairs", "max_prompt_tokens"):
+        for name in ("max_pairs", "max_prompt_tokens", "lora_last_layers"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
@@ -390,7 +396,7 @@ class EvalConfig(BackendArgs, SamplingArgs):
                                 "MT-Bench drop, the rest keep)."})
     max_error_rate: float = field(
         default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
-    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95% intervals."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
@@ -420,7 +426,7 @@ class ScoreConfig:
     """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl."""
 
     run_dir: str | None = field(default=None, metadata={"help": "The j1 eval run folder (also positional)."})
-    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95% intervals."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
 
     def __post_init__(self) -> None:
         if not self.run_dir:

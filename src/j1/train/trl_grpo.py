@@ -179,6 +179,32 @@ def load_tokenizer(path: str):
     return tokenizer
 
 
+def restrict_lora_layers(peft_config, model_path: str, last: int):
+    """Limit a LoRA config to the linear layers of the last ``last`` decoder blocks of ``model_path``.
+
+    peft refuses ``layers_to_transform`` with ``target_modules="all-linear"``, so "all-linear" is
+    expanded here to the names of the linear layers inside one decoder block (read from an empty,
+    weightless copy of the model).
+    """
+    import torch.nn as nn
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model_path)
+    n_layers = config.num_hidden_layers
+    if not 1 <= last <= n_layers:
+        raise ValueError(f"--lora_last_layers {last}: the model has {n_layers} decoder blocks")
+    targets = peft_config.target_modules
+    if targets in ("all-linear", {"all-linear"}, ["all-linear"]):
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(config)
+        block = model.model.layers[0]
+        targets = sorted({name.rsplit(".", 1)[-1] for name, mod in block.named_modules() if isinstance(mod, nn.Linear)})
+    peft_config.target_modules = list(targets)
+    peft_config.layers_to_transform = list(range(n_layers - last, n_layers))
+    return peft_config
+
+
 def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPOTrainer, dict]:
     """A J1GRPOTrainer from the three parsed configs of ``j1 train``.
 
@@ -218,13 +244,18 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
     grpo_args.reward_weights = weights
     if model_args.dtype and model_args.dtype != "auto":
         grpo_args.model_init_kwargs = {**(grpo_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    peft_config = get_peft_config(model_args)
+    if j1cfg.lora_last_layers is not None:
+        if peft_config is None:
+            raise ValueError("--lora_last_layers needs --use_peft")
+        peft_config = restrict_lora_layers(peft_config, path, j1cfg.lora_last_layers)
     trainer = J1GRPOTrainer(
         model=path,
         reward_funcs=funcs,
         args=grpo_args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config,
         callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks,
                    *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
         pair_advantages=j1cfg.pair_advantages,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from j1.eval.benchmarks.base import Benchmark, Context, str_field
 from j1.eval.items import Item
+from j1.schema import RowError
 
 
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
+    if "order" in row and "pair_id" in row:
+        return mix_row(row, where)
     prompt = str_field(row, "prompt", where)
     chosen, rejected = str_field(row, "chosen", where), str_field(row, "rejected", where)
     cat = row.get("category") or (f"level {row['level']}" if row.get("level") is not None else "all")
@@ -28,3 +31,26 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
 
 BENCHMARK = Benchmark("generic", parse_row)
 FOLLOWBENCHEVAL = Benchmark("followbencheval", parse_row)
+
+
+def mix_row(row, where: str) -> list[Item]:
+    """A row of ``j1 synth mix`` (training input and its held-out part): each pair is there in both
+    orders, and the evaluator shows both orders itself, so only the AB row makes an item; ``label``
+    names the better of ``response_a``/``response_b``."""
+    order = str_field(row, "order", where)
+    if order not in ("AB", "BA"):
+        raise RowError(f"{where}: field 'order' is {order!r}; expected 'AB' or 'BA'")
+    if order == "BA":
+        return []
+    label = str_field(row, "label", where)
+    if label not in ("A", "B"):
+        raise RowError(f"{where}: field 'label' is {label!r}; expected 'A' or 'B'")
+    a, b = str_field(row, "response_a", where), str_field(row, "response_b", where)
+    chosen, rejected = (a, b) if label == "A" else (b, a)
+    return [Item(
+        id=str_field(row, "pair_id", where),
+        category=str(row.get("kind") or "all"),
+        prompt=str_field(row, "prompt", where),
+        responses={"A": chosen, "B": rejected},
+        pairs=[("A", "B", "A")],
+    )]
