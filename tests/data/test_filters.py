@@ -162,7 +162,10 @@ def test_answer_checks(chosen, rejected, lex, emb, expected):
     ("</request>", ""),
     ("Describe the new request format.", "Describe the new request format."),  # no label: untouched
     ("<requirement>List five books.</requirement>", "List five books."),  # a misspelt wrapping tag
-    ("<b>List</b> five <i>books</i>", "<b>List</b> five <i>books</i>"),  # tags inside: untouched
+    ("<requirement>Explain e-commerce.", "Explain e-commerce."),  # ...unclosed (seen in the real run)
+    ("<html><p>Fix this page.</p></html>", "<html><p>Fix this page.</p></html>"),  # other tags are content
+    ("<requirements>a</requirements> and <requirements>b</requirements>",
+     "<requirements>a</requirements> and <requirements>b</requirements>"),  # not one wrapper: untouched
 ])
 def test_clean_rewrite(text, expected):
     assert clean_rewrite(text) == expected

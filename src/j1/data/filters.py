@@ -216,7 +216,8 @@ _LABEL = re.compile(
     r"(?:new|modified|changed|rewritten|revised) (?:request|version|prompt|instruction)[^\n:]*:)\s*",
     re.IGNORECASE,
 )
-_OTHER_TAG = re.compile(r"<(\w+)>(.*)</\1>", re.DOTALL)
+# a misspelt request tag only: other tags (<html>, <b>) may belong to the request itself
+_OPEN_TAG = re.compile(r"<(req\w*)>", re.IGNORECASE)
 _TAGGED = re.compile(r"<request>(.*?)(?:</request>|$)", re.DOTALL | re.IGNORECASE)
 
 
@@ -233,9 +234,12 @@ def clean_rewrite(text: str) -> str:
     out = m.group(1) if m else text
     out = re.sub(r"</?request>", "", out, flags=re.IGNORECASE).strip()
     out = _LABEL.sub("", out, count=1).strip()
-    wrapped = _OTHER_TAG.fullmatch(out)  # "<requirement>...</requirement>": the tag, misspelt
-    if wrapped:
-        out = wrapped.group(2).strip()
+    # "<requirement>...</requirement>" or an unclosed "<requirement>...": the tag, misspelt
+    opening = _OPEN_TAG.match(out)
+    if opening:
+        close, rest = f"</{opening.group(1)}>", out[opening.end():]
+        if close not in rest or (rest.rstrip().endswith(close) and rest.count(close) == 1):
+            out = rest.replace(close, "").strip()
     if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'":
         out = out[1:-1].strip()
     return out
