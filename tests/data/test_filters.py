@@ -103,8 +103,19 @@ def test_rewrite_bands(x, x2, lex, emb, expected):
     ("Generate a rap.", "Sentiment: The user wants to create a rap.", False, REWRITE_NOT_REQUEST),
     ("Name two sources.", "I'm afraid that my previous request is related", False, REWRITE_NOT_REQUEST),
     ("Name two sources.", "Answer: wind and solar", False, REWRITE_NOT_REQUEST),
-    # ...but a request may start with these words when they do not open a comment
-    ("Fix the sentence.", "The following sentence has an error; fix it.", False, None),
+    # x' that opens like a statement (article or pronoun first, no question mark), seen in the real run
+    ("How does the stock market work?", "The stock market works.", False, REWRITE_NOT_REQUEST),
+    ("What are the benefits of exercising?", "The benefits of exercising include fitness", False, REWRITE_NOT_REQUEST),
+    ("How would you generate random numbers in Java?", "You can generate random numbers with Random.", False,
+     REWRITE_NOT_REQUEST),
+    ("Write an email inviting people to a webinar.", "I've been asked to send an email to attendees.", False,
+     REWRITE_NOT_REQUEST),
+    # the price of that rule: a request opening with an article is dropped when x does not
+    ("Fix the sentence.", "The following sentence has an error; fix it.", False, REWRITE_NOT_REQUEST),
+    ("The following sentence has an error; fix it.", "The following sentence has two errors; fix them.", False, None),
+    ("Name three birds.", "A bird lives in a nest; which birds nest on the ground?", False, None),  # a question
+    ("Name three birds.", "To learn about birds, name three of them.", False, None),  # "to" is not a statement
+    # ...and a request may start with these words when they do not open a comment
     ("Write a poem.", "Answer the riddle in a poem.", False, None),  # "answer" as a verb, no colon
     # x itself opens that way: its rewrites may too
     ("The request header is below; explain each field.", "The request header is below; list each field.", False, None),

@@ -18,7 +18,9 @@ and sort x' into bands (thresholds from the config; the values are recorded in e
   "Certainly"): small models often answer x instead of rewriting it, and that text, though
   similar to x by both measures, is no request at all. The same rule drops an x' that talks
   *about* x ("The user wants to know ...", "Original request:", "A better version would be:",
-  "Sentiment: ...", or any x' that uses the word "request" when x does not) instead of asking;
+  "Sentiment: ...", or any x' that uses the word "request" when x does not) instead of asking, and
+  an x' that opens like a statement ("The benefits of exercising include ...": an article or
+  pronoun first, no question mark) while x does not open with that word;
 - ``rewrite_same``: equal after normalising case, spacing and punctuation;
 - ``rewrite_answer_like``: x' is closer in meaning to the chosen answer (the model's answer to x)
   than to x itself: embedding cosine(x', answer) >= cosine(x', x) + ``answer_margin``. Reading 30
@@ -156,6 +158,32 @@ def talks_about_request(prompt: str, rewrite: str) -> bool:
     return bool(_META_WORDS & set(words(rewrite))) and not _META_WORDS & set(words(prompt))
 
 
+# First words of a statement about something ("The benefits of exercising include ...", "You can
+# generate ...", "I've been asked to ..."), rarely of a request; "to" is left out ("To promote
+# recycling, write ...") and a question is always a request.
+_STATEMENT_OPENERS = frozenset(
+    "the a an this that these those it its there here you your i my we our they their he she".split()
+)
+
+
+def opens_as_statement(prompt: str, rewrite: str) -> bool:
+    """True when x' opens like a statement (an article or pronoun first) while x does not open with
+    that word, and x' is no question: SmolLM2-135M often turns "What are the benefits of
+    exercising?" into "The benefits of exercising include ...", an answer that passes the bands.
+
+    >>> opens_as_statement("How does the stock market work?", "The stock market works.")
+    True
+    >>> opens_as_statement("The sentence below has a typo; fix it.", "The sentence below has two typos; fix them.")
+    False
+    >>> opens_as_statement("Name three birds.", "A bird lives in a nest; which birds nest on the ground?")
+    False
+    """
+    first = words(rewrite)[:1]
+    if not first or first[0] not in _STATEMENT_OPENERS or rewrite.rstrip().endswith("?"):
+        return False
+    return words(prompt)[:1] != first
+
+
 def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float, bands: Bands,
                     truncated: bool = False, answer_embedding: float | None = None) -> str | None:
     """The reason to reject rewrite x' of x, or None to keep it. Checked in this order: empty,
@@ -181,7 +209,8 @@ def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float,
         return REWRITE_EMPTY
     if truncated:
         return REWRITE_TRUNCATED
-    if (looks_like_reply(rewrite) and not looks_like_reply(prompt)) or talks_about_request(prompt, rewrite):
+    if ((looks_like_reply(rewrite) and not looks_like_reply(prompt)) or talks_about_request(prompt, rewrite)
+            or opens_as_statement(prompt, rewrite)):
         return REWRITE_NOT_REQUEST
     if same_text(prompt, rewrite):
         return REWRITE_SAME
