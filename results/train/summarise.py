@@ -28,6 +28,11 @@ def eval_table(folder: Path, pairs: list[tuple[str, str]]) -> str:
         lines.append(f"| accuracy, order {order} | " + " | ".join(pct(m["overall"]["order_accuracy"][order]) for m in ms) + " |")
     for key in ("flip_rate", "invalid_rate", "tie_rate"):
         lines.append(f"| {key.replace('_', ' ')} | " + " | ".join(pct(m["overall"][key]) for m in ms) + " |")
+    for cat in sorted(ms[0].get("categories", {})) if len(ms[0].get("categories", {})) > 1 else ():
+        for key, label in (("accuracy", "accuracy"), ("consistent_accuracy", "consistent accuracy"),
+                           ("flip_rate", "flip rate")):
+            cells = [pct(m["categories"][cat][key]) + ci(m["categories"][cat], key) for m in ms]
+            lines.append(f"| {cat} ({ms[0]['categories'][cat]['n']} pairs): {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -48,6 +53,25 @@ def curve_table(log: Path, every: int = 5) -> str:
     return "\n".join(out)
 
 
+def halves(log: Path, per_step: int) -> str:
+    """Sampled correctness in the first vs second half of the steps, with a two-proportion z score.
+    In the first epoch every pair is new when it is judged, so this is an on-policy held-out measure."""
+    import math
+
+    rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    vals = [r["rewards/correctness/mean"] for r in rows if "loss" in r]
+    half = len(vals) // 2
+    parts = [vals[:half], vals[half:]]
+    means = [sum(p) / len(p) for p in parts]
+    ns = [len(p) * per_step for p in parts]
+    pooled = (means[0] * ns[0] + means[1] * ns[1]) / (ns[0] + ns[1])
+    se = math.sqrt(pooled * (1 - pooled) * (1 / ns[0] + 1 / ns[1]))
+    z = (means[1] - means[0]) / se if se else float("nan")
+    return (f"| steps 1–{half} | {100 * means[0]:.1f}% of {ns[0]} verdicts |\n"
+            f"| steps {half + 1}–{len(vals)} | {100 * means[1]:.1f}% of {ns[1]} verdicts |\n"
+            f"| difference | {100 * (means[1] - means[0]):+.1f} points, z = {z:.2f} |")
+
+
 def main(folder: str) -> None:
     f = Path(folder)
     w = json.loads((f / "warmup.json").read_text())
@@ -57,7 +81,12 @@ def main(folder: str) -> None:
         print(f"| {when} | {pct(w[when]['valid_rate'])} of {w[when]['completions']} | {pct(w[when]['shown_A_share'])} |")
     print("\n### GRPO, mean per block of steps\n")
     print(curve_table(f / "log.jsonl"))
-    for prefix, title in (("", "dev held-out pairs"), ("synth-", "synth mix held-out pairs")):
+    run = json.loads((f / "run.json").read_text())
+    print("\n### Sampled correctness, first vs second half of the steps\n")
+    print("| steps | correctness |\n|---|---|")
+    print(halves(f / "log.jsonl", run["config"]["grpo"]["per_device_train_batch_size"]))
+    for prefix, title in (("", "dev held-out pairs"), ("synth-", "synth mix held-out pairs"),
+                          ("learn-", "held-out pairs (chat + GSM8K mismatch)")):
         if (f / f"{prefix}eval-before" / "metrics.json").exists() and (f / f"{prefix}eval-after" / "metrics.json").exists():
             print(f"\n### j1 eval on {title}\n")
             print(eval_table(f, [("before RL (warmed up)", f"{prefix}eval-before"), ("after RL", f"{prefix}eval-after")]))
