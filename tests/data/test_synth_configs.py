@@ -26,4 +26,4 @@ def test_parses(path):
 
 def test_flags_override_yaml():
     cfg = parse(SynthMathConfig, ["--config", str(CONFIGS[2]), "--samples", "6"], prog="test")
-    assert CONFIGS[2].name == "math_gsm8k.yaml" and cfg.samples == 6 and cfg.max_new_tokens == 256
+    assert CONFIGS[2].name == "math_gsm8k.yaml" and cfg.samples == 6 and cfg.max_new_tokens == 200
