@@ -5,19 +5,8 @@
 set -euxo pipefail
 export OMP_NUM_THREADS=${THREADS:-1}
 R=runs/train
-# The mix rows (both orders, response_a/b + label) as the generic benchmark's prompt/chosen/rejected.
-.venv/bin/python - <<'PY'
-from j1.data.mix import read_train_rows
-from j1.schema import write_jsonl_atomic
-
-rows = [r for r in read_train_rows("runs/synth/heldout.jsonl") if r.order == "AB"]
-write_jsonl_atomic("runs/train/synth_heldout_generic.jsonl", [
-    {"id": r.pair_id, "category": r.kind, "prompt": r.prompt,
-     "chosen": r.response_a if r.label == "A" else r.response_b,
-     "rejected": r.response_b if r.label == "A" else r.response_a} for r in rows])
-print(len(rows), "held-out pairs")
-PY
-EVAL="--benchmark generic --data $R/synth_heldout_generic.jsonl --format pav --samples 1 --temperature 0 --max_new_tokens 40 --limit ${LIMIT:-30} --progress false"
+# `--benchmark generic` reads the mix rows (both orders, response_a/b + label) directly.
+EVAL="--benchmark generic --data runs/synth/heldout.jsonl --format pav --samples 1 --temperature 0 --max_new_tokens 40 --limit ${LIMIT:-30} --progress false"
 .venv/bin/j1 eval $EVAL --model $R/warmup-pav --out $R/synth-eval-before
 .venv/bin/j1 eval $EVAL --model $R/pav-dev/final --out $R/synth-eval-after
 for e in synth-eval-before synth-eval-after; do mkdir -p results/train/pav-dev/$e; cp $R/$e/metrics.json $R/$e/report.md results/train/pav-dev/$e/; done

@@ -8,9 +8,9 @@ pairs) are not judge data and fail with the missing field named.
 
 from __future__ import annotations
 
+from j1.data.mix import TrainRow
 from j1.eval.benchmarks.base import Benchmark, Context, str_field
 from j1.eval.items import Item
-from j1.schema import RowError
 
 
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
@@ -34,23 +34,12 @@ FOLLOWBENCHEVAL = Benchmark("followbencheval", parse_row)
 
 
 def mix_row(row, where: str) -> list[Item]:
-    """A row of ``j1 synth mix`` (training input and its held-out part): each pair is there in both
-    orders, and the evaluator shows both orders itself, so only the AB row makes an item; ``label``
-    names the better of ``response_a``/``response_b``."""
-    order = str_field(row, "order", where)
-    if order not in ("AB", "BA"):
-        raise RowError(f"{where}: field 'order' is {order!r}; expected 'AB' or 'BA'")
-    if order == "BA":
+    """A row of ``j1 synth mix`` (training input and its held-out part), validated by the mix's own
+    reader: each pair is there in both orders, and the evaluator shows both orders itself, so only
+    the AB row makes an item; ``label`` names the better of ``response_a``/``response_b``."""
+    r = TrainRow.from_row(row, where)
+    if r.order == "BA":
         return []
-    label = str_field(row, "label", where)
-    if label not in ("A", "B"):
-        raise RowError(f"{where}: field 'label' is {label!r}; expected 'A' or 'B'")
-    a, b = str_field(row, "response_a", where), str_field(row, "response_b", where)
-    chosen, rejected = (a, b) if label == "A" else (b, a)
-    return [Item(
-        id=str_field(row, "pair_id", where),
-        category=str(row.get("kind") or "all"),
-        prompt=str_field(row, "prompt", where),
-        responses={"A": chosen, "B": rejected},
-        pairs=[("A", "B", "A")],
-    )]
+    chosen, rejected = (r.response_a, r.response_b) if r.label == "A" else (r.response_b, r.response_a)
+    return [Item(id=r.pair_id, category=r.kind or "all", prompt=r.prompt,
+                 responses={"A": chosen, "B": rejected}, pairs=[("A", "B", "A")])]
