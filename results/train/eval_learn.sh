@@ -1,19 +1,24 @@
 #!/bin/bash
-# Held-out judge metrics before and after the learning run (results/train/README.md, "Learning run"):
-#   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/eval_learn.sh
+# Held-out judge metrics before and after a learning run (results/train/README.md):
+#   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/eval_learn.sh            # run 2
 # The held-out file is the `j1 synth mix` output written by run_learn.sh (chat pairs split by prompt +
 # GSM8K mismatch pairs of disjoint questions); `--benchmark generic` reads mix rows directly.
+# Environment (defaults = run 2): RUN, DATA, WARMUP, TEMPLATE as in run_learn.sh; WHICH = "before after"
+# (or one of them, to run them on two lanes).
 set -euxo pipefail
 export OMP_NUM_THREADS=${THREADS:-1}
 R=runs/train
-EVAL="--benchmark generic --data $R/learn-data/heldout.jsonl --format pav --max_new_tokens 40 --progress false"
-for m in before:$R/warmup-pav after:$R/pav-learn/final; do
-  name=${m%%:*} model=${m#*:}
-  .venv/bin/j1 eval $EVAL --samples 1 --temperature 0 --model $model --out $R/learn-eval-$name --resume
+RUN=${RUN:-pav-learn}
+D=$R/${DATA:-learn-data}
+EVAL="--benchmark generic --data $D/heldout.jsonl --format pav --template ${TEMPLATE:-full} --max_new_tokens 40 --progress false"
+declare -A MODEL=([before]=${WARMUP:-$R/warmup-pav} [after]=$R/$RUN/final)
+for name in ${WHICH:-before after}; do
+  .venv/bin/j1 eval $EVAL --samples 1 --temperature 0 --model ${MODEL[$name]} --out $R/$RUN-eval-$name --resume
 done
-mkdir -p results/train/pav-learn
-cp $R/pav-learn/log.jsonl $R/pav-learn/run.json $R/warmup-pav/warmup.json results/train/pav-learn/
-for e in learn-eval-before learn-eval-after; do
-  mkdir -p results/train/pav-learn/$e; cp $R/$e/metrics.json $R/$e/report.md results/train/pav-learn/$e/
+[ -d $R/$RUN-eval-before ] && [ -d $R/$RUN-eval-after ] || exit 0
+mkdir -p results/train/$RUN
+cp $R/$RUN/log.jsonl $R/$RUN/run.json ${MODEL[before]}/warmup.json results/train/$RUN/
+for e in before after; do
+  mkdir -p results/train/$RUN/eval-$e; cp $R/$RUN-eval-$e/metrics.json $R/$RUN-eval-$e/report.md results/train/$RUN/eval-$e/
 done
-.venv/bin/python results/train/plot_curve.py $R/pav-learn/log.jsonl results/train/reward_curve_pav_learn.png
+.venv/bin/python results/train/plot_curve.py $R/$RUN/log.jsonl results/train/reward_curve_$RUN.png

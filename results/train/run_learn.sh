@@ -1,26 +1,31 @@
 #!/bin/bash
-# The CPU learning run of results/train/README.md ("Learning run"): from the repo root, on a free lane,
-#   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/run_learn.sh
-# Needs runs/train/warmup-pav (`j1 warmup --config configs/warmup/pav_smollm2.yaml`), the synth chat
-# pairs runs/synth/chat.jsonl (results/synth/) and the GSM8K mismatch pairs (results/train/make_dev_pairs.py).
+# The CPU learning runs of results/train/README.md: from the repo root, on a free lane,
+#   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/run_learn.sh            # run 2
+# Needs the warmed-up model ($WARMUP, `j1 warmup --config configs/warmup/pav_smollm2.yaml`), the synth
+# chat pairs ($CHAT, results/synth/) and the GSM8K mismatch pairs (results/train/make_dev_pairs.py).
+# Environment (defaults = run 2): RUN (output folder under runs/train), DATA (data folder under
+# runs/train), CHAT, CHAT_HELDOUT (held-out share of the chat prompts), N_DEV / N_DEV_HELD (mismatch
+# pairs for training / held out), TEMPLATE (judge wording), WARMUP, PAIRS (pairs per step), LAYERS,
+# LR, STEPS, MINUTES, MAXP (max prompt tokens).
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
 # optimizer, scheduler, RNG and data order); the data step is then skipped.
 set -euxo pipefail
 export OMP_NUM_THREADS=${THREADS:-1}
 J1=.venv/bin/j1
 R=runs/train
-D=$R/learn-data
+D=$R/${DATA:-learn-data}
 mkdir -p $D
 if [ -z "${RESUME:-}" ]; then
-# Training pairs: the j1 synth chat pairs (70% split by prompt) + 160 GSM8K mismatch pairs, both orders.
-$J1 synth mix --inputs runs/synth/chat.jsonl:all --out_dir $D/chat --heldout_fraction 0.3 --seed 0
-$J1 synth mix --inputs $R/dev/train.jsonl:160 --out_dir $D/dev --heldout_fraction 0 --seed 0
-$J1 synth mix --inputs $R/dev/heldout.jsonl:40 --out_dir $D/dev-heldout --heldout_fraction 0 --seed 0
+# Training pairs: the j1 synth chat pairs (split by prompt) + GSM8K mismatch pairs, both orders.
+$J1 synth mix --inputs ${CHAT:-runs/synth/chat.jsonl}:all --out_dir $D/chat --heldout_fraction ${CHAT_HELDOUT:-0.3} --seed 0
+$J1 synth mix --inputs $R/dev/train.jsonl:${N_DEV:-160} --out_dir $D/dev --heldout_fraction 0 --seed 0
+$J1 synth mix --inputs $R/dev/heldout.jsonl:${N_DEV_HELD:-40} --out_dir $D/dev-heldout --heldout_fraction 0 --seed 0
 cat $D/chat/train.jsonl $D/dev/train.jsonl > $D/train.jsonl
 cat $D/chat/heldout.jsonl $D/dev-heldout/train.jsonl > $D/heldout.jsonl
 fi
-# J1 GRPO: LoRA on the last 6 blocks, 2 pairs x 2 orders x 2 rollouts per step, pair-level advantages.
-$J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/pav-learn \
-  --lora_last_layers ${LAYERS:-6} --num_generations 2 --per_device_train_batch_size 8 \
-  --learning_rate ${LR:-3e-4} --max_prompt_tokens 512 --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
+# J1 GRPO: LoRA on the last LAYERS blocks, PAIRS pairs x 2 orders x 2 rollouts per step, pair-level advantages.
+$J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/${RUN:-pav-learn} \
+  --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
+  --lora_last_layers ${LAYERS:-6} --num_generations 2 --per_device_train_batch_size $(( 4 * ${PAIRS:-2} )) \
+  --learning_rate ${LR:-3e-4} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
   --save_steps 20 --report_to none ${RESUME:+--resume_from_checkpoint latest}

@@ -160,6 +160,9 @@ def test_resume_refuses_other_settings(tmp_path, capsys):
         main(eval_args(srv, tmp_path / "r"))
         assert main(eval_args(srv, tmp_path / "r", "--resume", fmt="pas")) == 2
     assert "--format was 'pav', now 'pas'" in capsys.readouterr().err
+    with FakeOpenAIServer(scripted) as srv:
+        assert main(eval_args(srv, tmp_path / "r", "--resume", "--template", "compact")) == 2
+    assert "--template was 'full', now 'compact'" in capsys.readouterr().err
 
 
 def test_bad_data_is_one_clear_line(tmp_path, capsys):

@@ -41,6 +41,15 @@ def test_unit_rows(formulation, orders, formats):
         assert second.index("wrong") < second.index("right")
 
 
+def test_unit_rows_use_the_judge_template():
+    from j1.formats import get_format
+
+    full, compact = unit_rows(PAIR, "pav"), unit_rows(PAIR, "pav", "compact")
+    assert compact[0]["prompt"] == get_format("pav", "compact").render(PAIR.prompt, PAIR.response_a, PAIR.response_b)
+    assert compact[0]["prompt"] != full[0]["prompt"]
+    assert [(r["order"], r["judge_format"]) for r in compact] == [(r["order"], r["judge_format"]) for r in full]
+
+
 def test_pair_record_file_places_chosen_by_seeded_coin(tmp_path):
     rows = [{"id": f"x{i}", "prompt": "q", "chosen": "good", "rejected": "bad", "kind": "k", "source": "s"}
             for i in range(40)]

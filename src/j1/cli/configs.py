@@ -6,9 +6,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from j1.formats import FORMATS
+from j1.formats import FORMATS, TEMPLATES
 
 FORMAT_NAMES = sorted(FORMATS)
+TEMPLATE_HELP = ("Judge prompt wording: full, or compact (same output grammar, ~70 fewer prompt tokens; "
+                 "for small models on CPU). Train, warm up and evaluate a judge with the same one.")
+
+
+def template_field():
+    return field(default="full", metadata={"help": TEMPLATE_HELP})
+
+
+def check_template(value: str) -> None:
+    if value not in TEMPLATES:
+        raise ValueError(f"--template {value!r} is not a judge template; choose one of {sorted(TEMPLATES)}")
 
 
 def check_format(value: str, field_name: str = "format") -> None:
@@ -82,6 +93,7 @@ class JudgeConfig(BackendArgs, SamplingArgs):
     """``j1 judge``: one prompt and one or two responses."""
 
     format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
+    template: str = template_field()
     prompt: str | None = field(default=None, metadata={"help": "The user's request."})
     response_a: str | None = field(default=None, metadata={"help": "The first response."})
     response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})
@@ -89,6 +101,7 @@ class JudgeConfig(BackendArgs, SamplingArgs):
 
     def __post_init__(self) -> None:
         check_format(self.format)
+        check_template(self.template)
         self._check_backend()
         self._check_sampling()
         if self.prompt is None or self.response_a is None:
@@ -297,6 +310,7 @@ class TrainConfig:
         metadata={"help": "Training pairs: the output of `j1 synth mix` (both orders, pair ids) or a pair "
                   "file with prompt/chosen/rejected (both orders are built here)."},
     )
+    template: str = template_field()
     consistency: str = field(default="expected", metadata={"help": "Consistency reward mode: expected or index."})
     correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
     consistency_weight: float | None = field(
@@ -337,6 +351,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
         _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
         for name in ("max_pairs", "max_prompt_tokens", "lora_last_layers"):
@@ -354,6 +369,7 @@ class WarmupConfig:
     rate before and after on held-out prompts."""
 
     formulation: str = field(default="pav", metadata={"help": f"Format to teach: {', '.join(FORMULATIONS)}."})
+    template: str = template_field()
     train_file: str | None = field(default=None, metadata={"help": "Pairs to build prompts from (same as j1 train)."})
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many pairs."})
     max_prompt_tokens: int | None = field(default=None, metadata={"help": "Drop pairs with longer judge prompts."})
@@ -368,6 +384,7 @@ class WarmupConfig:
 
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
+        check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
         if self.heldout_pairs < 0 or self.check_samples < 1 or self.check_max_new_tokens < 1:
@@ -385,6 +402,7 @@ class EvalConfig(BackendArgs, SamplingArgs):
         default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
     out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
     format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
+    template: str = template_field()
     limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
     resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     split: str | None = field(
@@ -403,6 +421,7 @@ class EvalConfig(BackendArgs, SamplingArgs):
         from j1.eval.benchmarks import BENCHMARKS
 
         check_format(self.format)
+        check_template(self.template)
         self._check_backend()
         self._check_sampling()
         if self.benchmark not in BENCHMARKS:

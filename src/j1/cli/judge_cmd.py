@@ -14,7 +14,7 @@ from j1.schema import _plain
 
 
 def run(cfg: JudgeConfig) -> Judgment | dict:
-    fmt = get_format(cfg.format)
+    fmt = get_format(cfg.format, cfg.template)
     backend = build_backend(cfg)
     try:
         if cfg.response_b is None:  # pointwise, one response

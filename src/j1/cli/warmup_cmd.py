@@ -53,7 +53,8 @@ def main(argv: Sequence[str]) -> int:
     pairs = load_pairs(cfg.train_file, pair_seed=cfg.pair_seed)
     if cfg.max_pairs is not None:
         pairs = pairs[: cfg.max_pairs + cfg.heldout_pairs]
-    rows, counts = build_rows(pairs, cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cfg.max_prompt_tokens)
+    rows, counts = build_rows(pairs, cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cfg.max_prompt_tokens,
+                              template=cfg.template)
     # Held-out units come from the end of the file, whole units only; SFT never sees their prompts.
     n_held = min(cfg.heldout_pairs * UNIT, len(rows) - UNIT)
     train_rows, held_rows = rows[: len(rows) - n_held], rows[len(rows) - n_held :]

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # Config fields that must match for --resume to continue a run (the rest, e.g. --limit,
 # --concurrency or the server's --base-url, may change between attempts).
-RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "model", "samples",
+RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "template", "model", "samples",
                "temperature", "top_p", "max_new_tokens", "seed")
 
 
@@ -124,7 +124,7 @@ def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
     bench = get_benchmark(cfg["benchmark"])
     records = read_judgments(out_dir / "judgments.jsonl")
     metrics = compute_metrics(
-        get_format(cfg["format"]), records, benchmark=bench.name, scheme=bench.scheme,
+        get_format(cfg["format"], cfg.get("template", "full")), records, benchmark=bench.name, scheme=bench.scheme,
         model=run.get("model") or cfg.get("model") or "default", samples=cfg["samples"], seed=cfg["seed"],
         n_boot=n_boot,
     )
@@ -152,7 +152,7 @@ def run_eval(cfg, backend: Backend | None = None) -> dict:
     for stale in ("metrics.json", "report.md"):
         (out_dir / stale).unlink(missing_ok=True)
     bench = get_benchmark(cfg.benchmark)
-    fmt = get_format(cfg.format)
+    fmt = get_format(cfg.format, cfg.template)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
     judgments = out_dir / "judgments.jsonl"
     done = set()

@@ -4,18 +4,21 @@ from j1.formats.base import JudgeFormat, Messages
 from j1.formats.grammar import Parsed, Verdict
 from j1.formats.pairwise import PairwiseScores, PairwiseScoresVerdict, PairwiseVerdict
 from j1.formats.pointwise import PointwiseScore
+from j1.formats.templates import TEMPLATES
 
 FORMATS: dict[str, JudgeFormat] = {
     f.name: f for f in (PairwiseVerdict(), PairwiseScores(), PairwiseScoresVerdict(), PointwiseScore())
 }
 
 
-def get_format(name: str) -> JudgeFormat:
-    """The format registered as ``name`` (pav, pas, pavs, pos)."""
+def get_format(name: str, template: str = "full") -> JudgeFormat:
+    """The format registered as ``name`` (pav, pas, pavs, pos), worded with ``template``
+    (full or compact, see j1.formats.templates; the output grammar is the same)."""
     try:
-        return FORMATS[name]
+        fmt = FORMATS[name]
     except KeyError:
         raise ValueError(f"unknown format {name!r}; choose one of {sorted(FORMATS)}") from None
+    return fmt if template == "full" else type(fmt)(template)
 
 
-__all__ = ["FORMATS", "JudgeFormat", "Messages", "Parsed", "Verdict", "get_format"]
+__all__ = ["FORMATS", "TEMPLATES", "JudgeFormat", "Messages", "Parsed", "Verdict", "get_format"]

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from j1.formats.grammar import Parsed
+from j1.formats.templates import get_template
 
 Messages = list[dict[str, str]]
 
@@ -46,6 +47,15 @@ class JudgeFormat(ABC):
     pairwise: ClassVar[bool]
     # Output grammar the prompt asks for; also used by the format warm-up to write targets.
     answer_template: ClassVar[str]
+
+    def __init__(self, template: str = "full") -> None:
+        # The wording around the grammar (j1.formats.templates); parse() does not depend on it.
+        self.template = get_template(template)
+        self.template_name = template
+
+    @property
+    def task(self) -> str:
+        return self.template.tasks[self.name]
 
     @abstractmethod
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:

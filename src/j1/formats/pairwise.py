@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-from j1.formats import templates
 from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
 from j1.formats.grammar import Parsed, compare_scores, invalid, parse_answer, parse_score, split_thought
 
 
 class _Pairwise(JudgeFormat):
     pairwise = True
-    task: str
 
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
         self._check_arity(response_b)
         nonce = fence_nonce(prompt, response_a, response_b)
         user = "\n\n".join(
             [
-                templates.PAIR_INTRO,
+                self.template.pair_intro,
                 fenced("request", prompt, nonce),
                 fenced("response_A", response_a, nonce),
                 fenced("response_B", response_b, nonce),
                 self.task,
             ]
         )
-        return [{"role": "system", "content": templates.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
 
     @staticmethod
     def _scores(tail: str, thought: str | None) -> tuple[dict[str, float] | None, Parsed | None]:
@@ -40,7 +38,6 @@ class PairwiseVerdict(_Pairwise):
     """``pav``: think, then ``<answer>[[A]]</answer>`` or ``[[B]]``."""
 
     name = "pav"
-    task = templates.PAV_TASK
     answer_template = "<answer>[[{verdict}]]</answer>"
 
     def parse(self, text: str) -> Parsed:
@@ -57,7 +54,6 @@ class PairwiseScores(_Pairwise):
     """``pas``: think, then a 0–10 score per response; the verdict follows from the scores."""
 
     name = "pas"
-    task = templates.PAS_TASK
     answer_template = "<score_A>{score_a}</score_A> <score_B>{score_b}</score_B>"
 
     def parse(self, text: str) -> Parsed:
@@ -75,7 +71,6 @@ class PairwiseScoresVerdict(_Pairwise):
     parts must be well formed."""
 
     name = "pavs"
-    task = templates.PAVS_TASK
     answer_template = "<score_A>{score_a}</score_A> <score_B>{score_b}</score_B> <answer>[[{verdict}]]</answer>"
 
     def parse(self, text: str) -> Parsed:

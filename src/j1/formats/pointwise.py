@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from j1.formats import templates
 from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
 from j1.formats.grammar import Parsed, Verdict, invalid, parse_score, split_thought
 
@@ -20,13 +19,13 @@ class PointwiseScore(JudgeFormat):
         nonce = fence_nonce(prompt, response_a)
         user = "\n\n".join(
             [
-                templates.POINT_INTRO,
+                self.template.point_intro,
                 fenced("request", prompt, nonce),
                 fenced("response", response_a, nonce),
-                templates.POS_TASK,
+                self.task,
             ]
         )
-        return [{"role": "system", "content": templates.SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
 
     def parse(self, text: str) -> Parsed:
         thought, tail, err = split_thought(text)

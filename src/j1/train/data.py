@@ -69,7 +69,7 @@ def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
     return list(pairs.values())
 
 
-def unit_rows(pair: Pair, formulation: str) -> list[dict]:
+def unit_rows(pair: Pair, formulation: str, template: str = "full") -> list[dict]:
     """The judge prompts of one pair as dataset rows, in units of two (see the module docstring).
 
     Each row: ``prompt`` (chat messages), ``pair_id``, ``order`` (AB/BA, or A/B for pos),
@@ -78,7 +78,7 @@ def unit_rows(pair: Pair, formulation: str) -> list[dict]:
     formats = ("pas", "pos") if formulation == "multitask" else (formulation,)
     rows: list[dict] = []
     for name in formats:
-        fmt = get_format(name)
+        fmt = get_format(name, template)
         if fmt.pairwise:
             slots = [("AB", fmt.render(pair.prompt, pair.response_a, pair.response_b)),
                      ("BA", fmt.render(pair.prompt, pair.response_b, pair.response_a))]
@@ -102,9 +102,11 @@ def build_rows(
     *,
     tokenizer=None,
     max_prompt_tokens: int | None = None,
+    template: str = "full",
 ) -> tuple[list[dict], dict[str, int]]:
     """All rows of ``pairs`` (units kept adjacent), dropping whole units whose longest prompt
-    exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``).
+    exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``); prompts are
+    worded with the judge ``template`` (j1.formats.templates).
 
     Returns:
         (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``.
@@ -112,7 +114,7 @@ def build_rows(
     rows: list[dict] = []
     dropped = 0
     for pair in pairs:
-        unit = unit_rows(pair, formulation)
+        unit = unit_rows(pair, formulation, template)
         for k in range(0, len(unit), UNIT):
             part = unit[k : k + UNIT]
             if max_prompt_tokens is not None:

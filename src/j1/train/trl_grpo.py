@@ -231,7 +231,8 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
     if j1cfg.max_pairs is not None:
         pairs = pairs[: j1cfg.max_pairs]
     rows, counts = build_rows(
-        pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens
+        pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens,
+        template=j1cfg.template,
     )
     log.info("training rows: %s", counts)
     funcs, weights = make_reward_funcs(
