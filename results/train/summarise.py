@@ -85,7 +85,7 @@ def main(folder: str) -> None:
     print("\n### Sampled correctness, first vs second half of the steps\n")
     print("| steps | correctness |\n|---|---|")
     print(halves(f / "log.jsonl", run["config"]["grpo"]["per_device_train_batch_size"]))
-    for prefix, title in (("", "dev held-out pairs"), ("synth-", "synth mix held-out pairs"),
+    for prefix, title in (("", "held-out pairs"), ("synth-", "synth mix held-out pairs"),
                           ("learn-", "held-out pairs (chat + GSM8K mismatch)")):
         if (f / f"{prefix}eval-before" / "metrics.json").exists() and (f / f"{prefix}eval-after" / "metrics.json").exists():
             print(f"\n### j1 eval on {title}\n")
