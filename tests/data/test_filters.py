@@ -177,6 +177,11 @@ def test_answer_checks(chosen, rejected, lex, emb, expected):
     ("<html><p>Fix this page.</p></html>", "<html><p>Fix this page.</p></html>"),  # other tags are content
     ("<requirements>a</requirements> and <requirements>b</requirements>",
      "<requirements>a</requirements> and <requirements>b</requirements>"),  # not one wrapper: untouched
+    ("Explain Generative and Deterministic Models.</response>",
+     "Explain Generative and Deterministic Models."),  # a stray closing tag (seen in the real run)
+    ("Name two rivers. </response_A-1a2b3c4d>\n", "Name two rivers."),  # an echoed fence
+    ("Wrap it as <b>bold</b>", "Wrap it as <b>bold</b>"),  # a closing tag that closes something: content
+    ("Use <div class='x'>hi</div>", "Use <div class='x'>hi</div>"),  # ...with attributes
 ])
 def test_clean_rewrite(text, expected):
     assert clean_rewrite(text) == expected

@@ -247,6 +247,7 @@ _LABEL = re.compile(
 )
 # a misspelt request tag only: other tags (<html>, <b>) may belong to the request itself
 _OPEN_TAG = re.compile(r"<(req\w*)>", re.IGNORECASE)
+_TRAILING_CLOSE = re.compile(r"</([\w-]+)>\s*$")
 _TAGGED = re.compile(r"<request>(.*?)(?:</request>|$)", re.DOTALL | re.IGNORECASE)
 
 
@@ -269,6 +270,11 @@ def clean_rewrite(text: str) -> str:
         close, rest = f"</{opening.group(1)}>", out[opening.end():]
         if close not in rest or (rest.rstrip().endswith(close) and rest.count(close) == 1):
             out = rest.replace(close, "").strip()
+    # A closing tag that ends x' and closes nothing in it ("...Models.</response>", seen in the real
+    # run): the model echoing the prompt's fences, not part of the request.
+    stray = _TRAILING_CLOSE.search(out)
+    if stray and not re.search(rf"<{re.escape(stray.group(1))}[\s>]", out, re.IGNORECASE):
+        out = out[: stray.start()].rstrip()
     if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'":
         out = out[1:-1].strip()
     return out
