@@ -68,6 +68,12 @@ B = Bands()  # lexical_min 0.1, embedding_min 0.4, embedding_max 0.97, reword_le
     ("a b c", "x y z", 0.3, 0.39, REWRITE_DRIFT),
     ("a b c", "x y z", 0.09, 0.6, REWRITE_DRIFT),
     ("a b c", "x y z", 0.1, 0.4, None),  # both exactly at the lower bounds: kept
+    # paraphrase by words: only filler changed, whatever the bands say (seen in the real run, 0.93 / 0.963)
+    ("Resolve the following problem: 9 - 2 x 3", "Resolve the problem: 9 - 2 x 3", 0.93, 0.963, REWRITE_PARAPHRASE),
+    ("Name the given colors.", "Please name these colors", 0.5, 0.9, REWRITE_PARAPHRASE),
+    ("Convert 3 to 5.", "Convert 5 to 3.", 0.6, 0.96, None),  # same words, other order: a change
+    ("Sum 2 and 3.", "Sum 2 and 4.", 0.75, 0.95, None),  # a changed number is a change
+    ("Find the perimeter. Sides 4, 6, 8", "Find the perimeter. Sides 4, 6", 0.9, 0.96, None),  # dropped input
     # the good middle: a changed entity or constraint
     ("Write a poem about cats.", "Write a poem about dogs.", 0.8, 0.78, None),
     ("Describe making crepes.", "Describe making pancakes.", 0.83, 0.55, None),

@@ -87,6 +87,36 @@ def same_text(a: str, b: str) -> bool:
     return words(a) == words(b)
 
 
+# Words that carry no requirement of a request: dropping or adding them does not change the task.
+_FILLER = frozenset(
+    "a an the this that these those following given below above provided please kindly just "
+    "and or of to in on for with by at from as into about it its is are be can could would you your "
+    "me my i we our".split()
+)
+
+
+def content_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` that can carry a requirement, in order (filler and function words removed).
+
+    >>> content_words("Resolve the following problem: 9 - 2 x 3")
+    ('resolve', 'problem', '9', '2', 'x', '3')
+    """
+    return tuple(w for w in words(text) if w not in _FILLER)
+
+
+def same_content(a: str, b: str) -> bool:
+    """Same requirement words in the same order, whatever the filler: a rewrite that changes nothing
+    asked. (Order counts: "convert 3 to 5" and "convert 5 to 3" differ.)
+
+    >>> same_content("Resolve the following problem: 9 - 2 x 3", "Resolve the problem: 9 - 2 x 3")
+    True
+    >>> same_content("Sum 2 and 3.", "Sum 2 and 4.")
+    False
+    """
+    ca, cb = content_words(a), content_words(b)
+    return bool(ca) and ca == cb
+
+
 def lexical_similarity(a: str, b: str) -> float:
     """SequenceMatcher ratio over word tokens, in [0, 1]; two empty texts are 1.
 
@@ -187,7 +217,8 @@ def opens_as_statement(prompt: str, rewrite: str) -> bool:
 def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float, bands: Bands,
                     truncated: bool = False, answer_embedding: float | None = None) -> str | None:
     """The reason to reject rewrite x' of x, or None to keep it. Checked in this order: empty,
-    truncated, not a request, same, answer-like, paraphrase, drift.
+    truncated, not a request, same, answer-like, paraphrase (by the bands, or the same requirement
+    words with only filler changed: ``same_content``), drift.
 
     Args:
         lexical, embedding: x' against x.
@@ -216,7 +247,8 @@ def rewrite_verdict(prompt: str, rewrite: str, lexical: float, embedding: float,
         return REWRITE_SAME
     if answer_embedding is not None and answer_embedding >= embedding + bands.answer_margin:
         return REWRITE_ANSWER_LIKE
-    if embedding >= bands.embedding_max or (lexical < bands.reword_lexical and embedding >= bands.reword_embedding):
+    if (embedding >= bands.embedding_max or (lexical < bands.reword_lexical and embedding >= bands.reword_embedding)
+            or same_content(prompt, rewrite)):
         return REWRITE_PARAPHRASE
     if lexical < bands.lexical_min or embedding < bands.embedding_min:
         return REWRITE_DRIFT
