@@ -90,6 +90,21 @@ def main(folder: str) -> None:
         if (f / f"{prefix}eval-before" / "metrics.json").exists() and (f / f"{prefix}eval-after" / "metrics.json").exists():
             print(f"\n### j1 eval on {title}\n")
             print(eval_table(f, [("before RL (warmed up)", f"{prefix}eval-before"), ("after RL", f"{prefix}eval-after")]))
+    probes = sorted(f.glob("probe*.json"))
+    if probes:
+        print("\n### Verdict probe (`verdict_probe.py`: log-odds of the verdict letter after a fixed thought)\n")
+        print(probe_table(probes))
+
+
+def probe_table(paths: list[Path]) -> str:
+    out = ["| model | content margin (se) | content acc | position bias | content acc by kind |", "|---|---|---|---|---|"]
+    for path in paths:
+        for model, res in json.loads(path.read_text()).items():
+            a = res["all"]
+            kinds = ", ".join(f"{k} {pct(v['content_acc'])} ({v['pairs']})" for k, v in res.items() if k != "all")
+            out.append(f"| `{model}` | {a['content_margin']:+.3f} ({a['content_margin_se']:.3f}) | {pct(a['content_acc'])} "
+                       f"| {a['position_bias']:+.3f} | {kinds} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
