@@ -21,7 +21,7 @@ def eval_table(folder: Path, pairs: list[tuple[str, str]]) -> str:
     lines = ["| metric | " + " | ".join(label for label, _ in pairs) + " |", "|---|" + "---|" * len(pairs)]
     ms = [json.loads((folder / name / "metrics.json").read_text()) for _, name in pairs]
     n = " | ".join(str(m["overall"]["n"]) for m in ms)
-    lines.append(f"| pairs (both orders, greedy) | {n} |")
+    lines.append(f"| pairs (both orders) | {n} |")
     for key, label in (("accuracy", "accuracy (both orders' verdicts)"), ("consistent_accuracy", "consistent accuracy")):
         lines.append(f"| {label} | " + " | ".join(pct(m["overall"][key]) + ci(m["overall"], key) for m in ms) + " |")
     for order in ("AB", "BA"):
@@ -85,11 +85,12 @@ def main(folder: str) -> None:
     print("\n### Sampled correctness, first vs second half of the steps\n")
     print("| steps | correctness |\n|---|---|")
     print(halves(f / "log.jsonl", run["config"]["grpo"]["per_device_train_batch_size"]))
-    for prefix, title in (("", "held-out pairs"), ("synth-", "synth mix held-out pairs"),
-                          ("learn-", "held-out pairs (chat + GSM8K mismatch)")):
-        if (f / f"{prefix}eval-before" / "metrics.json").exists() and (f / f"{prefix}eval-after" / "metrics.json").exists():
+    for name, title in (("eval", "held-out pairs"), ("synth-eval", "synth mix held-out pairs"),
+                        ("learn-eval", "held-out pairs (chat + GSM8K mismatch)"),
+                        ("eval-sampled", "held-out pairs, 5 samples at T=1 (plurality per order)")):
+        if (f / f"{name}-before" / "metrics.json").exists() and (f / f"{name}-after" / "metrics.json").exists():
             print(f"\n### j1 eval on {title}\n")
-            print(eval_table(f, [("before RL (warmed up)", f"{prefix}eval-before"), ("after RL", f"{prefix}eval-after")]))
+            print(eval_table(f, [("before RL (warmed up)", f"{name}-before"), ("after RL", f"{name}-after")]))
     probes = sorted(f.glob("probe*.json"))
     if probes:
         print("\n### Verdict probe (`verdict_probe.py`: log-odds of the verdict letter after a fixed thought)\n")
