@@ -41,8 +41,12 @@ def load_model(base: str, path: str):
 def probe(model, tokenizer, rows: list[dict], thought: str, batch: int = 8) -> list[float]:
     """Log-odds log p(A)/p(B) of the verdict letter after the fixed thought, one per row."""
     a_id, b_id = (tokenizer.convert_tokens_to_ids(t) for t in ("A", "B"))
+    # The completion up to the verdict letter, in the warm-up's target layout: thought, newline, answer.
+    from j1.formats import get_format
+
+    answer_prefix = get_format("pav").answer_template.split("{verdict}")[0]  # "<answer>[["
     texts = [tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
-             + f"<think>{thought}</think>\n<answer>[[" for r in rows]
+             + f"<think>{thought}</think>\n{answer_prefix}" for r in rows]
     out: list[float] = []
     model.eval()
     with torch.no_grad():
@@ -72,6 +76,7 @@ def summarise(rows: list[dict], logodds: list[float]) -> dict:
 
 
 def main() -> None:
+    from j1.data.mix import read_train_rows
     from j1.train.data import load_pairs, unit_rows
     from j1.train.trl_grpo import load_tokenizer
     from j1.train.warmup import THOUGHTS
@@ -86,10 +91,7 @@ def main() -> None:
     tokenizer = load_tokenizer(args.base)
     pairs = load_pairs(args.data)
     rows = [r for p in pairs for r in unit_rows(p, "pav", args.template)]
-    kinds = {}
-    for line in open(args.data, encoding="utf-8"):
-        obj = json.loads(line)
-        kinds[obj["pair_id"]] = obj.get("kind", "?")
+    kinds = {r.pair_id: r.kind for r in read_train_rows(args.data)}
     results = {}
     for path in args.models:
         logodds = probe(load_model(args.base, path), tokenizer, rows, THOUGHTS[0])

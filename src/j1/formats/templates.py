@@ -4,9 +4,10 @@ Two wordings with the same output grammar (so the same parser and rewards):
 
 - ``full`` (default): a system prompt on what to judge and what to ignore; for capable judges.
 - ``compact``: the fewest words that still name the grammar, for small models on CPU budgets. Why:
-  with the embedded 135M model the full wording is ~220 of a ~430-token pair prompt, re-read by every
-  rollout in generation and in the update; compact halves a training step there. The response
-  fences (content-hash nonces) are the same in both, so injected verdict tags stay data.
+  with the embedded 135M model the full wording is 224 tokens of a ~430-token pair prompt, re-read
+  by every rollout in generation and in the update; compact takes 157 (most of the rest is the
+  fences). The response fences (content-hash nonces) are the same in both, so injected verdict tags
+  stay data.
 """
 
 from __future__ import annotations
