@@ -5,13 +5,14 @@
 # GSM8K mismatch pairs of disjoint questions); `--benchmark generic` reads mix rows directly.
 # Environment (defaults = run 2): RUN, DATA, WARMUP, TEMPLATE as in run_learn.sh; WHICH = "before after"
 # (or one of them, to run them on two lanes); SAMPLES=N > 1 judges with N samples at temperature 1
-# (plurality per order) into eval-sampled-{before,after} instead of greedy eval-{before,after}.
+# (plurality per order) into eval-sampled-{before,after} instead of greedy eval-{before,after};
+# MAXNEW = token budget per judgment (40; longer for quoting thoughts).
 set -euxo pipefail
 export OMP_NUM_THREADS=${THREADS:-1}
 R=runs/train
 RUN=${RUN:-pav-learn}
 D=$R/${DATA:-learn-data}
-EVAL="--benchmark generic --data $D/heldout.jsonl --format pav --template ${TEMPLATE:-full} --max_new_tokens 40 --progress false"
+EVAL="--benchmark generic --data $D/heldout.jsonl --format pav --template ${TEMPLATE:-full} --max_new_tokens ${MAXNEW:-40} --progress false"
 declare -A MODEL=([before]=${WARMUP:-$R/warmup-pav} [after]=$R/$RUN/final)
 SAMPLES=${SAMPLES:-1}
 if [ "$SAMPLES" -gt 1 ]; then E=eval-sampled; T=1.0; else E=eval; T=0; fi

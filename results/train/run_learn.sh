@@ -6,7 +6,7 @@
 # Environment (defaults = run 2): RUN (output folder under runs/train), DATA (data folder under
 # runs/train), CHAT, CHAT_HELDOUT (held-out share of the chat prompts), N_DEV / N_DEV_HELD (mismatch
 # pairs for training / held out), TEMPLATE (judge wording), WARMUP, PAIRS (pairs per step), LAYERS,
-# LR, STEPS, MINUTES, MAXP (max prompt tokens).
+# LR, STEPS, MINUTES, MAXP (max prompt tokens), MAXC (max completion tokens), THREADS (torch threads).
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
 # optimizer, scheduler, RNG and data order); the data step is then skipped.
 set -euxo pipefail
@@ -27,5 +27,5 @@ fi
 $J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/${RUN:-pav-learn} \
   --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
   --lora_last_layers ${LAYERS:-6} --num_generations 2 --per_device_train_batch_size $(( 4 * ${PAIRS:-2} )) \
-  --learning_rate ${LR:-3e-4} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
+  --learning_rate ${LR:-3e-4} --max_completion_length ${MAXC:-32} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
   --save_steps 20 --report_to none ${RESUME:+--resume_from_checkpoint latest}

@@ -38,15 +38,16 @@ def load_model(base: str, path: str):
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
 
 
-def probe(model, tokenizer, rows: list[dict], thought: str, batch: int = 8) -> list[float]:
-    """Log-odds log p(A)/p(B) of the verdict letter after the fixed thought, one per row."""
+def probe(model, tokenizer, rows: list[dict], thought, batch: int = 8) -> list[float]:
+    """Log-odds log p(A)/p(B) of the verdict letter after the thought, one per row; ``thought`` is a
+    fixed string or a function of the row."""
     a_id, b_id = (tokenizer.convert_tokens_to_ids(t) for t in ("A", "B"))
     # The completion up to the verdict letter, in the warm-up's target layout: thought, newline, answer.
     from j1.formats import get_format
 
     answer_prefix = get_format("pav").answer_template.split("{verdict}")[0]  # "<answer>[["
     texts = [tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
-             + f"<think>{thought}</think>\n{answer_prefix}" for r in rows]
+             + f"<think>{thought(r) if callable(thought) else thought}</think>\n{answer_prefix}" for r in rows]
     out: list[float] = []
     model.eval()
     with torch.no_grad():

@@ -134,3 +134,42 @@ def test_sft_rows_are_seeded_prompt_completion():
     assert a == b and a[0]["prompt"] == rows[0]["prompt"]
     assert a[0]["completion"][0]["role"] == "assistant"
     assert get_format("pos").parse(a[3]["completion"][0]["content"]).valid
+
+
+QUOTE_PAIR = Pair("q1", "Tim does 100 tasks a day", "He makes 100*1.2 </think> a day", "He writes 10 pages", "A")
+
+
+@pytest.mark.parametrize(
+    "formulation,thoughts",
+    [
+        # pairwise: the request, then the responses in the order shown (BA swaps them); "</think>"
+        # quoted from a response becomes "(/think)" so the thought still parses
+        ("pav", ["Request: Tim does 100. A: He makes 100*1.2. B: He writes 10.",
+                 "Request: Tim does 100. A: He writes 10. B: He makes 100*1.2."]),
+        ("pos", ["Request: Tim does 100. Response: He makes 100*1.2.",
+                 "Request: Tim does 100. Response: He writes 10."]),
+    ],
+)
+def test_quote_thoughts_quote_the_parts_as_shown(formulation, thoughts):
+    rows = unit_rows(QUOTE_PAIR, formulation)
+    out = sft_rows(rows, 0, thoughts="quote", pairs={"q1": QUOTE_PAIR}, quote_words=3)
+    parsed = [get_format(formulation).parse(o["completion"][0]["content"]) for o in out]
+    assert all(p.valid for p in parsed)
+    assert [p.thought.strip() for p in parsed] == thoughts
+    # the verdicts stay random: a seed gives the same verdicts (scores) as with generic thoughts
+    many = rows * 20
+    quoted = sft_rows(many, 5, thoughts="quote", pairs={"q1": QUOTE_PAIR})
+    generic = sft_rows(many, 5)
+    assert [q["completion"][0]["content"].split("</think>")[1] for q in quoted] == [
+        g["completion"][0]["content"].split("</think>")[1] for g in generic]
+
+
+def test_quote_thoughts_with_quoted_tag_still_parse():
+    rows = unit_rows(Pair("q2", "x", "</think><answer>[[B]]</answer>", "y", "A"), "pav")
+    out = sft_rows(rows, 3, thoughts="quote", pairs={"q2": Pair("q2", "x", "</think><answer>[[B]]</answer>", "y", "A")})
+    assert all(get_format("pav").parse(o["completion"][0]["content"]).valid for o in out)
+
+
+def test_unknown_thoughts_is_an_error():
+    with pytest.raises(ValueError, match="thoughts"):
+        sft_rows(unit_rows(PAIR, "pav"), 0, thoughts="verbose")

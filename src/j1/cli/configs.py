@@ -381,12 +381,19 @@ class WarmupConfig:
     check_max_new_tokens: int = field(default=64, metadata={"help": "Token budget per check sample."})
     warmup_seed: int = field(default=0, metadata={"help": "Seed of the random verdicts, scores and thoughts."})
     pair_seed: int = field(default=0, metadata={"help": "Seed for which side the chosen response is shown on."})
+    thoughts: str = field(
+        default="generic", metadata={"help": "generic (a content-free sentence) or quote (the first --quote_words "
+                                     "words of the request and of each response, as shown)."})
+    quote_words: int = field(default=8, metadata={"help": "Words quoted from each part with --thoughts quote."})
 
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
+        _check_choice("thoughts", self.thoughts, ("generic", "quote"))
         check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
+        if self.quote_words < 1:
+            raise ValueError(f"--quote_words {self.quote_words}: must be >= 1")
         if self.heldout_pairs < 0 or self.check_samples < 1 or self.check_max_new_tokens < 1:
             raise ValueError("--heldout_pairs must be >= 0, --check_samples and --check_max_new_tokens >= 1")
 

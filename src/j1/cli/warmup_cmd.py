@@ -66,7 +66,9 @@ def main(argv: Sequence[str]) -> int:
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
     trainer = SFTTrainer(
-        model=model, args=sft_args, train_dataset=Dataset.from_list(sft_rows(train_rows, cfg.warmup_seed)),
+        model=model, args=sft_args, train_dataset=Dataset.from_list(sft_rows(
+            train_rows, cfg.warmup_seed, thoughts=cfg.thoughts, pairs={p.pair_id: p for p in pairs},
+            quote_words=cfg.quote_words)),
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
         callbacks=[JsonlLogCallback(out / "log.jsonl")],
     )

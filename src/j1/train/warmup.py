@@ -6,6 +6,12 @@ scores) are drawn at random from a seed and the thoughts are short generic sente
 learns the format and nothing about which response is better, so any accuracy gain afterwards
 comes from RL (issue #5). Verdicts are balanced over shown positions, so the warm-up does not
 teach a position bias either.
+
+Two kinds of thought (``--thoughts``): ``generic`` (one of the sentences below) and ``quote``, which
+copies the first words of the request and of each response as shown ("Request: ... A: ... B: ...").
+Why quote: a small judge's verdict token has to compare words spread over hundreds of prompt tokens;
+a thought that puts them side by side, right before the verdict, gives RL a shorter path to use
+them. Quoting is still label-free: it names no winner and no reason.
 """
 
 from __future__ import annotations
@@ -35,15 +41,54 @@ POINT_THOUGHTS = (
 )
 
 
-def random_target(fmt_name: str, rng: random.Random) -> str:
-    """A well-formed completion for ``fmt_name`` with a random verdict/scores and a short thought.
+THOUGHT_KINDS = ("generic", "quote")
+
+
+def first_words(text: str, n: int) -> str:
+    """The first ``n`` whitespace-separated words of ``text``, on one line, angle brackets turned
+    into parentheses: a quoted ``</think>`` must not end the thought it is quoted in.
+
+    >>> first_words("a </think>  b c d", 4)
+    'a (/think) b c'
+    """
+    return " ".join(text.split()[:n]).replace("<", "(").replace(">", ")")
+
+
+def quote_thought(request: str, shown: Sequence[str], n: int) -> str:
+    """A label-free thought quoting the first ``n`` words of the request and of each response in the
+    order shown (one response: pointwise).
+
+    >>> quote_thought("Add 2 and 3 please.", ["It is 5.", "It is 6, since"], 2)
+    'Request: Add 2. A: It is. B: It is.'
+    >>> quote_thought("Add 2 and 3.", ["5"], 3)
+    'Request: Add 2 and. Response: 5.'
+    """
+    parts = [f"Request: {first_words(request, n)}."]
+    if len(shown) == 1:
+        parts.append(f"Response: {first_words(shown[0], n)}.")
+    else:
+        parts.extend(f"{slot}: {first_words(text, n)}." for slot, text in zip("AB", shown, strict=True))
+    return " ".join(parts)
+
+
+def shown_parts(pair, order: str) -> list[str]:
+    """The responses of ``pair`` (a ``j1.train.data.Pair``) as a judge row with ``order`` shows them."""
+    return {"AB": [pair.response_a, pair.response_b], "BA": [pair.response_b, pair.response_a],
+            "A": [pair.response_a], "B": [pair.response_b]}[order]
+
+
+def random_target(fmt_name: str, rng: random.Random, thought: str | None = None) -> str:
+    """A well-formed completion for ``fmt_name`` with a random verdict/scores and a short thought
+    (a generic sentence drawn from ``rng`` unless ``thought`` is given).
 
     >>> t = random_target("pav", random.Random(0))
     >>> get_format("pav").parse(t).valid
     True
     """
     fmt = get_format(fmt_name)
-    thought = rng.choice(THOUGHTS if fmt.pairwise else POINT_THOUGHTS)
+    # Always draw the generic thought, so a given seed gives the same verdicts whatever the thought.
+    generic = rng.choice(THOUGHTS if fmt.pairwise else POINT_THOUGHTS)
+    thought = generic if thought is None else thought
     if fmt_name == "pos":
         answer = fmt.answer_template.format(score=rng.randint(0, 10))
     elif fmt_name == "pav":
@@ -54,13 +99,24 @@ def random_target(fmt_name: str, rng: random.Random) -> str:
     return f"<think>{thought}</think>\n{answer}"
 
 
-def sft_rows(rows: Sequence[dict], seed: int) -> list[dict]:
-    """Prompt-completion SFT rows (TRL conversational format) from judge rows, random targets."""
+def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pairs=None,
+             quote_words: int = 8) -> list[dict]:
+    """Prompt-completion SFT rows (TRL conversational format) from judge rows, random targets.
+
+    ``thoughts="quote"`` needs ``pairs`` (pair id -> ``j1.train.data.Pair``) to quote from.
+    """
+    if thoughts not in THOUGHT_KINDS:
+        raise ValueError(f"unknown thoughts {thoughts!r}; choose one of {THOUGHT_KINDS}")
     rng = random.Random(seed)
-    return [
-        {"prompt": r["prompt"], "completion": [{"role": "assistant", "content": random_target(r["judge_format"], rng)}]}
-        for r in rows
-    ]
+    out = []
+    for r in rows:
+        thought = None
+        if thoughts == "quote":
+            pair = pairs[r["pair_id"]]
+            thought = quote_thought(pair.prompt, shown_parts(pair, r["order"]), quote_words)
+        target = random_target(r["judge_format"], rng, thought)
+        out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": target}]})
+    return out
 
 
 def valid_rate(model, tokenizer, rows: Sequence[dict], *, samples: int, temperature: float,

@@ -1,0 +1,138 @@
+"""Learnability check: can the judge learn the content of the pairs at all, *with* labels?
+
+A diagnostic for the RL runs, not a trainer of the product: it fine-tunes the verdict letter alone
+(cross-entropy on ``A``/``B`` after the fixed content-free thought of ``verdict_probe.py``) on the
+training pairs in both orders, and reads the bias-free content margin on the held-out pairs every
+``--eval-every`` steps. GRPO on verdicts is, per update, a noisier version of this signal (an
+advantage-weighted log-likelihood of sampled letters), so the number of supervised updates this needs
+is a lower bound on what an RL run needs.
+
+    OMP_NUM_THREADS=1 .venv/bin/python results/train/sft_probe.py --base runs/train/warmup-pav-compact \
+        --template compact --train runs/train/learn3-data/train.jsonl \
+        --heldout runs/train/learn3-data/heldout.jsonl --out sft_probe.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+from verdict_probe import probe, summarise
+
+
+def quote_thought(row: dict, n: int) -> str:
+    """A label-free thought that quotes the first ``n`` words of the request and of each response as
+    shown: it puts the words to compare side by side, next to the verdict."""
+    def first(text: str) -> str:
+        return " ".join(text.split()[:n])
+
+    request, shown_a, shown_b = row["parts"]
+    return f"Request: {first(request)}. A: {first(shown_a)}. B: {first(shown_b)}."
+
+
+def main() -> None:
+    from transformers import AutoModelForCausalLM
+
+    from j1.formats import get_format
+    from j1.train.data import load_pairs, prompt_tokens, unit_rows
+    from j1.train.trl_grpo import load_tokenizer
+    from j1.train.warmup import THOUGHTS
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--train", required=True)
+    ap.add_argument("--heldout", required=True)
+    ap.add_argument("--template", default="full")
+    ap.add_argument("--lora-layers", type=int, default=8, help="LoRA r16 on the last N blocks; 0 = full fine-tune")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--pairs", type=int, default=4, help="pairs per step (both orders each)")
+    ap.add_argument("--eval-every", type=int, default=25)
+    ap.add_argument("--max-prompt-tokens", type=int, default=320)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quote-words", type=int, default=0,
+                    help="thought quotes the first N words of the request and of each shown response")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    tok = load_tokenizer(args.base)
+    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=torch.float32)
+    if args.lora_layers:
+        from peft import LoraConfig, get_peft_model
+
+        n = model.config.num_hidden_layers
+        model = get_peft_model(model, LoraConfig(
+            r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                 "down_proj"], layers_to_transform=list(range(n - args.lora_layers, n))))
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.0)
+    prefix = get_format("pav").answer_template.split("{verdict}")[0]
+    tail = f"<think>{THOUGHTS[0]}</think>\n{prefix}"
+
+    def units(path):
+        out = []
+        for p in load_pairs(path):
+            rows = unit_rows(p, "pav", args.template)
+            for r in rows:  # the parts as shown, for the quoting thought
+                ab = (p.response_a, p.response_b) if r["order"] == "AB" else (p.response_b, p.response_a)
+                r["parts"] = (p.prompt, *ab)
+            if max(prompt_tokens(tok, r["prompt"]) for r in rows) <= args.max_prompt_tokens:
+                out.append(rows)
+        return out
+
+    def chat(r: dict) -> str:
+        head = tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
+        if not args.quote_words:
+            return head + tail
+        return head + f"<think>{quote_thought(r, args.quote_words)}</think>\n{prefix}"
+
+    train, held = units(args.train), [r for u in units(args.heldout) for r in u]
+    a_id, b_id = (tok.convert_tokens_to_ids(t) for t in ("A", "B"))
+    rng = random.Random(args.seed)
+    order: list[list[dict]] = []
+    log = Path(args.out).open("a", encoding="utf-8")
+
+    def evaluate(step: int, seconds: float) -> None:
+        thought = (lambda r: quote_thought(r, args.quote_words)) if args.quote_words else THOUGHTS[0]
+        res = summarise(held, probe(model, tok, held, thought))
+        res.update(step=step, seconds=round(seconds, 1), lr=args.lr, lora_layers=args.lora_layers)
+        print(json.dumps(res), flush=True)
+        log.write(json.dumps(res) + "\n")
+        log.flush()
+
+    print(f"{len(train)} training pairs, {len(held) // 2} held-out pairs", flush=True)
+    t0 = time.time()
+    evaluate(0, 0.0)
+    for step in range(1, args.steps + 1):
+        batch = []
+        for _ in range(args.pairs):
+            if not order:
+                order = train[:]
+                rng.shuffle(order)
+            batch.extend(order.pop())
+        texts = [chat(r) for r in batch]
+        # The better response's letter in the order shown: A when it is shown first.
+        target = torch.tensor([a_id if (r["order"] == "AB") == (r["label"] == "A") else b_id for r in batch])
+        model.train()
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        logits = model(**enc).logits[:, -1, :]  # left padding: the last position is the verdict letter
+        loss = torch.nn.functional.cross_entropy(logits.float(), target)
+        # Before the update, every pair of the first epoch is unseen: its A-vs-B choice is an
+        # on-policy held-out measure, one per step for free.
+        with torch.no_grad():
+            right = (torch.where(logits[:, a_id] > logits[:, b_id], a_id, b_id) == target).float()
+            both = right.view(-1, 2).prod(dim=1).mean().item()  # right in both orders of a pair
+        log.write(json.dumps({"step": step, "loss": round(loss.item(), 4), "acc": right.mean().item(),
+                              "consistent": both, "epoch": (step * args.pairs - 1) // len(train)}) + "\n")
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if step % args.eval_every == 0:
+            evaluate(step, time.time() - t0)
+
+
+if __name__ == "__main__":
+    main()
