@@ -24,23 +24,13 @@ import torch
 from verdict_probe import probe, summarise
 
 
-def quote_thought(row: dict, n: int) -> str:
-    """A label-free thought that quotes the first ``n`` words of the request and of each response as
-    shown: it puts the words to compare side by side, next to the verdict."""
-    def first(text: str) -> str:
-        return " ".join(text.split()[:n])
-
-    request, shown_a, shown_b = row["parts"]
-    return f"Request: {first(request)}. A: {first(shown_a)}. B: {first(shown_b)}."
-
-
 def main() -> None:
     from transformers import AutoModelForCausalLM
 
     from j1.formats import get_format
     from j1.train.data import load_pairs, prompt_tokens, unit_rows
     from j1.train.trl_grpo import load_tokenizer
-    from j1.train.warmup import THOUGHTS
+    from j1.train.warmup import THOUGHTS, quote_thought, shown_parts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", required=True)
@@ -55,7 +45,8 @@ def main() -> None:
     ap.add_argument("--max-prompt-tokens", type=int, default=320)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quote-words", type=int, default=0,
-                    help="thought quotes the first N words of the request and of each shown response")
+                    help="the thought quotes the first N words of the request and of each shown response "
+                         "(j1 warmup --thoughts quote); 0 = the fixed generic thought")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.manual_seed(args.seed)
@@ -77,8 +68,7 @@ def main() -> None:
         for p in load_pairs(path):
             rows = unit_rows(p, "pav", args.template)
             for r in rows:  # the parts as shown, for the quoting thought
-                ab = (p.response_a, p.response_b) if r["order"] == "AB" else (p.response_b, p.response_a)
-                r["parts"] = (p.prompt, *ab)
+                r["parts"] = (p.prompt, shown_parts(p, r["order"]))
             if max(prompt_tokens(tok, r["prompt"]) for r in rows) <= args.max_prompt_tokens:
                 out.append(rows)
         return out
@@ -87,7 +77,7 @@ def main() -> None:
         head = tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
         if not args.quote_words:
             return head + tail
-        return head + f"<think>{quote_thought(r, args.quote_words)}</think>\n{prefix}"
+        return head + f"<think>{quote_thought(*r['parts'], args.quote_words)}</think>\n{prefix}"
 
     train, held = units(args.train), [r for u in units(args.heldout) for r in u]
     a_id, b_id = (tok.convert_tokens_to_ids(t) for t in ("A", "B"))
@@ -96,7 +86,7 @@ def main() -> None:
     log = Path(args.out).open("a", encoding="utf-8")
 
     def evaluate(step: int, seconds: float) -> None:
-        thought = (lambda r: quote_thought(r, args.quote_words)) if args.quote_words else THOUGHTS[0]
+        thought = (lambda r: quote_thought(*r["parts"], args.quote_words)) if args.quote_words else THOUGHTS[0]
         res = summarise(held, probe(model, tok, held, thought))
         res.update(step=step, seconds=round(seconds, 1), lr=args.lr, lora_layers=args.lora_layers)
         print(json.dumps(res), flush=True)
@@ -127,6 +117,7 @@ def main() -> None:
             both = right.view(-1, 2).prod(dim=1).mean().item()  # right in both orders of a pair
         log.write(json.dumps({"step": step, "loss": round(loss.item(), 4), "acc": right.mean().item(),
                               "consistent": both, "epoch": (step * args.pairs - 1) // len(train)}) + "\n")
+        log.flush()  # a killed probe keeps every step it logged
         loss.backward()
         opt.step()
         opt.zero_grad()

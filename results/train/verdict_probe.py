@@ -80,7 +80,7 @@ def main() -> None:
     from j1.data.mix import read_train_rows
     from j1.train.data import load_pairs, unit_rows
     from j1.train.trl_grpo import load_tokenizer
-    from j1.train.warmup import THOUGHTS
+    from j1.train.warmup import THOUGHTS, quote_thought, shown_parts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", required=True, help="warmed-up model folder (base of LoRA checkpoints)")
@@ -88,14 +88,22 @@ def main() -> None:
     ap.add_argument("--template", default="full")
     ap.add_argument("--models", nargs="+", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--quote-words", type=int, default=0,
+                    help="probe after the quoting thought of `j1 warmup --thoughts quote` (N words per part)")
     args = ap.parse_args()
     tokenizer = load_tokenizer(args.base)
     pairs = load_pairs(args.data)
     rows = [r for p in pairs for r in unit_rows(p, "pav", args.template)]
+    by_id = {p.pair_id: p for p in pairs}
+    thought = THOUGHTS[0]
+    if args.quote_words:
+        def thought(r: dict) -> str:
+            pair = by_id[r["pair_id"]]
+            return quote_thought(pair.prompt, shown_parts(pair, r["order"]), args.quote_words)
     kinds = {r.pair_id: r.kind for r in read_train_rows(args.data)}
     results = {}
     for path in args.models:
-        logodds = probe(load_model(args.base, path), tokenizer, rows, THOUGHTS[0])
+        logodds = probe(load_model(args.base, path), tokenizer, rows, thought)
         res = {"all": summarise(rows, logodds)}
         for kind in sorted(set(kinds.values())):
             sel = [(r, lo) for r, lo in zip(rows, logodds, strict=True) if kinds[r["pair_id"]] == kind]
