@@ -388,7 +388,9 @@ class WarmupConfig:
 
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
-        _check_choice("thoughts", self.thoughts, ("generic", "quote"))
+        from j1.train.warmup import THOUGHT_KINDS  # light: formats only
+
+        _check_choice("thoughts", self.thoughts, THOUGHT_KINDS)
         check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
