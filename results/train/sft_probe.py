@@ -1,7 +1,8 @@
 """Learnability check: can the judge learn the content of the pairs at all, *with* labels?
 
 A diagnostic for the RL runs, not a trainer of the product: it fine-tunes the verdict letter alone
-(cross-entropy on ``A``/``B`` after the fixed content-free thought of ``verdict_probe.py``) on the
+(cross-entropy on ``A``/``B`` after the forced thought of ``verdict_probe.py``: generic, or quoting
+the parts with ``--quote-words``) on the
 training pairs in both orders, and reads the bias-free content margin on the held-out pairs every
 ``--eval-every`` steps. GRPO on verdicts is, per update, a noisier version of this signal (an
 advantage-weighted log-likelihood of sampled letters), so the number of supervised updates this needs
@@ -21,16 +22,14 @@ import time
 from pathlib import Path
 
 import torch
-from verdict_probe import probe, summarise
+from verdict_probe import forced_text, make_thought, probe, summarise
 
 
 def main() -> None:
     from transformers import AutoModelForCausalLM
 
-    from j1.formats import get_format
     from j1.train.data import load_pairs, prompt_tokens, unit_rows
     from j1.train.trl_grpo import load_tokenizer
-    from j1.train.warmup import THOUGHTS, quote_thought, shown_parts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", required=True)
@@ -60,33 +59,26 @@ def main() -> None:
             r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                                  "down_proj"], layers_to_transform=list(range(n - args.lora_layers, n))))
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.0)
-    prefix = get_format("pav").answer_template.split("{verdict}")[0]
-    tail = f"<think>{THOUGHTS[0]}</think>\n{prefix}"
 
-    def units(path):
+    train_pairs, held_pairs = load_pairs(args.train), load_pairs(args.heldout)
+    thought = make_thought(train_pairs + held_pairs, args.quote_words)
+
+    def units(pairs):
+        """Both orders of each pair whose judge prompts fit ``--max-prompt-tokens``."""
         out = []
-        for p in load_pairs(path):
+        for p in pairs:
             rows = unit_rows(p, "pav", args.template)
-            for r in rows:  # the parts as shown, for the quoting thought
-                r["parts"] = (p.prompt, shown_parts(p, r["order"]))
             if max(prompt_tokens(tok, r["prompt"]) for r in rows) <= args.max_prompt_tokens:
                 out.append(rows)
         return out
 
-    def chat(r: dict) -> str:
-        head = tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
-        if not args.quote_words:
-            return head + tail
-        return head + f"<think>{quote_thought(*r['parts'], args.quote_words)}</think>\n{prefix}"
-
-    train, held = units(args.train), [r for u in units(args.heldout) for r in u]
+    train, held = units(train_pairs), [r for u in units(held_pairs) for r in u]
     a_id, b_id = (tok.convert_tokens_to_ids(t) for t in ("A", "B"))
     rng = random.Random(args.seed)
     order: list[list[dict]] = []
     log = Path(args.out).open("a", encoding="utf-8")
 
     def evaluate(step: int, seconds: float) -> None:
-        thought = (lambda r: quote_thought(*r["parts"], args.quote_words)) if args.quote_words else THOUGHTS[0]
         res = summarise(held, probe(model, tok, held, thought))
         res.update(step=step, seconds=round(seconds, 1), lr=args.lr, lora_layers=args.lora_layers)
         print(json.dumps(res), flush=True)
@@ -103,7 +95,7 @@ def main() -> None:
                 order = train[:]
                 rng.shuffle(order)
             batch.extend(order.pop())
-        texts = [chat(r) for r in batch]
+        texts = [forced_text(tok, r, thought) for r in batch]
         # The better response's letter in the order shown: A when it is shown first.
         target = torch.tensor([a_id if (r["order"] == "AB") == (r["label"] == "A") else b_id for r in batch])
         model.train()

@@ -38,16 +38,37 @@ def load_model(base: str, path: str):
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
 
 
-def probe(model, tokenizer, rows: list[dict], thought, batch: int = 8) -> list[float]:
-    """Log-odds log p(A)/p(B) of the verdict letter after the thought, one per row; ``thought`` is a
+def forced_text(tokenizer, row: dict, thought) -> str:
+    """The judge prompt of ``row`` followed by the completion up to the verdict letter, in the
+    warm-up's target layout: ``<think>`` thought ``</think>``, newline, ``<answer>[[``. ``thought`` is a
     fixed string or a function of the row."""
-    a_id, b_id = (tokenizer.convert_tokens_to_ids(t) for t in ("A", "B"))
-    # The completion up to the verdict letter, in the warm-up's target layout: thought, newline, answer.
     from j1.formats import get_format
 
     answer_prefix = get_format("pav").answer_template.split("{verdict}")[0]  # "<answer>[["
-    texts = [tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
-             + f"<think>{thought(r) if callable(thought) else thought}</think>\n{answer_prefix}" for r in rows]
+    return (tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
+            + f"<think>{thought(row) if callable(thought) else thought}</think>\n{answer_prefix}")
+
+
+def make_thought(pairs, quote_words: int):
+    """The forced thought: the warm-up's first generic sentence, or (``quote_words`` > 0) a function of
+    the row quoting its pair as shown, as ``j1 warmup --thoughts quote`` teaches."""
+    from j1.train.warmup import THOUGHTS, quote_thought, shown_parts
+
+    if not quote_words:
+        return THOUGHTS[0]
+    by_id = {p.pair_id: p for p in pairs}
+
+    def thought(row: dict) -> str:
+        pair = by_id[row["pair_id"]]
+        return quote_thought(pair.prompt, shown_parts(pair, row["order"]), quote_words)
+
+    return thought
+
+
+def probe(model, tokenizer, rows: list[dict], thought, batch: int = 8) -> list[float]:
+    """Log-odds log p(A)/p(B) of the verdict letter after the thought (``forced_text``), one per row."""
+    a_id, b_id = (tokenizer.convert_tokens_to_ids(t) for t in ("A", "B"))
+    texts = [forced_text(tokenizer, r, thought) for r in rows]
     out: list[float] = []
     model.eval()
     with torch.no_grad():
@@ -80,8 +101,6 @@ def main() -> None:
     from j1.data.mix import read_train_rows
     from j1.train.data import load_pairs, unit_rows
     from j1.train.trl_grpo import load_tokenizer
-    from j1.train.warmup import THOUGHTS, quote_thought, shown_parts
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", required=True, help="warmed-up model folder (base of LoRA checkpoints)")
     ap.add_argument("--data", required=True, help="held-out j1 synth mix rows")
@@ -94,12 +113,7 @@ def main() -> None:
     tokenizer = load_tokenizer(args.base)
     pairs = load_pairs(args.data)
     rows = [r for p in pairs for r in unit_rows(p, "pav", args.template)]
-    by_id = {p.pair_id: p for p in pairs}
-    thought = THOUGHTS[0]
-    if args.quote_words:
-        def thought(r: dict) -> str:
-            pair = by_id[r["pair_id"]]
-            return quote_thought(pair.prompt, shown_parts(pair, r["order"]), args.quote_words)
+    thought = make_thought(pairs, args.quote_words)
     kinds = {r.pair_id: r.kind for r in read_train_rows(args.data)}
     results = {}
     for path in args.models:
