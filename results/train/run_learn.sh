@@ -6,16 +6,19 @@
 # Environment (defaults = run 2): RUN (output folder under runs/train), DATA (data folder under
 # runs/train), CHAT, CHAT_HELDOUT (held-out share of the chat prompts), N_DEV / N_DEV_HELD (mismatch
 # pairs for training / held out), TEMPLATE (judge wording), WARMUP, PAIRS (pairs per step), LAYERS,
-# LR, STEPS, MINUTES, MAXP (max prompt tokens), MAXC (max completion tokens), THREADS (torch threads).
+# LR, STEPS, MINUTES, MAXP (max prompt tokens), MAXC (max completion tokens), THREADS (torch threads),
+# G (rollouts per order, default 2), PAIR_ADV (true: advantages over the pair's 2G rollouts; false:
+# TRL's groups, one per order).
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
-# optimizer, scheduler, RNG and data order); the data step is then skipped.
+# optimizer, scheduler, RNG and data order). The data step is skipped when resuming or when
+# $D/train.jsonl already exists (it is deterministic: seed 0).
 set -euxo pipefail
 export OMP_NUM_THREADS=${THREADS:-1}
 J1=.venv/bin/j1
 R=runs/train
 D=$R/${DATA:-learn-data}
 mkdir -p $D
-if [ -z "${RESUME:-}" ]; then
+if [ -z "${RESUME:-}" ] && [ ! -s $D/train.jsonl ]; then
 # Training pairs: the j1 synth chat pairs (split by prompt) + GSM8K mismatch pairs, both orders.
 $J1 synth mix --inputs ${CHAT:-runs/synth/chat.jsonl}:all --out_dir $D/chat --heldout_fraction ${CHAT_HELDOUT:-0.3} --seed 0
 $J1 synth mix --inputs $R/dev/train.jsonl:${N_DEV:-160} --out_dir $D/dev --heldout_fraction 0 --seed 0
@@ -23,9 +26,11 @@ $J1 synth mix --inputs $R/dev/heldout.jsonl:${N_DEV_HELD:-40} --out_dir $D/dev-h
 cat $D/chat/train.jsonl $D/dev/train.jsonl > $D/train.jsonl
 cat $D/chat/heldout.jsonl $D/dev-heldout/train.jsonl > $D/heldout.jsonl
 fi
-# J1 GRPO: LoRA on the last LAYERS blocks, PAIRS pairs x 2 orders x 2 rollouts per step, pair-level advantages.
+# J1 GRPO: LoRA on the last LAYERS blocks, PAIRS pairs x 2 orders x G rollouts per step.
+G=${G:-2}
 $J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/${RUN:-pav-learn} \
   --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
-  --lora_last_layers ${LAYERS:-6} --num_generations 2 --per_device_train_batch_size $(( 4 * ${PAIRS:-2} )) \
+  --lora_last_layers ${LAYERS:-6} --num_generations $G --per_device_train_batch_size $(( 2 * G * ${PAIRS:-2} )) \
+  --pair_advantages ${PAIR_ADV:-true} \
   --learning_rate ${LR:-3e-4} --max_completion_length ${MAXC:-32} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
   --save_steps 20 --report_to none ${RESUME:+--resume_from_checkpoint latest}

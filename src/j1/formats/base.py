@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from j1.formats.grammar import Parsed
-from j1.formats.templates import get_template
+from j1.formats.templates import get_template, quote_parts
 
 Messages = list[dict[str, str]]
 
@@ -64,6 +64,14 @@ class JudgeFormat(ABC):
     @abstractmethod
     def parse(self, text: str) -> Parsed:
         """Total, strict parse of one completion (positions as shown)."""
+
+    def _user(self, intro: str, fences: list[str], request: str, shown: list[str], nonce: str) -> str:
+        """The user message: intro, the fenced parts, the task, and (``digest`` template) a fenced
+        quote of each part's first words last, nearest the judge's answer."""
+        parts = [intro, *fences, self.task]
+        if self.template.quote_words:
+            parts.append(fenced("starts", quote_parts(request, shown, self.template.quote_words), nonce))
+        return "\n\n".join(parts)
 
     def _check_arity(self, response_b: str | None) -> None:
         if self.pairwise and response_b is None:

@@ -12,15 +12,9 @@ class _Pairwise(JudgeFormat):
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
         self._check_arity(response_b)
         nonce = fence_nonce(prompt, response_a, response_b)
-        user = "\n\n".join(
-            [
-                self.template.pair_intro,
-                fenced("request", prompt, nonce),
-                fenced("response_A", response_a, nonce),
-                fenced("response_B", response_b, nonce),
-                self.task,
-            ]
-        )
+        fences = [fenced("request", prompt, nonce), fenced("response_A", response_a, nonce),
+                  fenced("response_B", response_b, nonce)]
+        user = self._user(self.template.pair_intro, fences, prompt, [response_a, response_b], nonce)
         return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
 
     @staticmethod

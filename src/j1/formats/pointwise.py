@@ -17,14 +17,8 @@ class PointwiseScore(JudgeFormat):
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
         self._check_arity(response_b)
         nonce = fence_nonce(prompt, response_a)
-        user = "\n\n".join(
-            [
-                self.template.point_intro,
-                fenced("request", prompt, nonce),
-                fenced("response", response_a, nonce),
-                self.task,
-            ]
-        )
+        fences = [fenced("request", prompt, nonce), fenced("response", response_a, nonce)]
+        user = self._user(self.template.point_intro, fences, prompt, [response_a], nonce)
         return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
 
     def parse(self, text: str) -> Parsed:

@@ -12,7 +12,8 @@ Two wordings with the same output grammar (so the same parser and rewards):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Template:
     pair_intro: str
     point_intro: str
     tasks: dict[str, str]  # format name -> instruction on the output grammar
+    quote_words: int = 0  # > 0: end the prompt with a fenced quote of each part's first words
 
 
 FULL = Template(
@@ -67,7 +69,36 @@ COMPACT = Template(
     },
 )
 
-TEMPLATES: dict[str, Template] = {"full": FULL, "compact": COMPACT}
+DIGEST = replace(COMPACT, quote_words=8)
+
+TEMPLATES: dict[str, Template] = {"full": FULL, "compact": COMPACT, "digest": DIGEST}
+
+
+def first_words(text: str, n: int) -> str:
+    """The first ``n`` whitespace-separated words of ``text``, on one line, angle brackets turned
+    into parentheses: a quoted ``</think>`` must not end the thought it is quoted in.
+
+    >>> first_words("a </think>  b c d", 4)
+    'a (/think) b c'
+    """
+    return " ".join(text.split()[:n]).replace("<", "(").replace(">", ")")
+
+
+def quote_parts(request: str, shown: Sequence[str], n: int) -> str:
+    """The first ``n`` words of the request and of each response in the order shown (one response:
+    pointwise), on one line.
+
+    >>> quote_parts("Add 2 and 3 please.", ["It is 5.", "It is 6, since"], 2)
+    'Request: Add 2. A: It is. B: It is.'
+    >>> quote_parts("Add 2 and 3.", ["5"], 3)
+    'Request: Add 2 and. Response: 5.'
+    """
+    parts = [f"Request: {first_words(request, n)}."]
+    if len(shown) == 1:
+        parts.append(f"Response: {first_words(shown[0], n)}.")
+    else:
+        parts.extend(f"{slot}: {first_words(text, n)}." for slot, text in zip("AB", shown, strict=True))
+    return " ".join(parts)
 
 
 def get_template(name: str) -> Template:

@@ -21,6 +21,7 @@ import random
 from collections.abc import Sequence
 
 from j1.formats import get_format
+from j1.formats.templates import quote_parts
 
 log = logging.getLogger(__name__)
 
@@ -44,31 +45,10 @@ POINT_THOUGHTS = (
 THOUGHT_KINDS = ("generic", "quote")
 
 
-def first_words(text: str, n: int) -> str:
-    """The first ``n`` whitespace-separated words of ``text``, on one line, angle brackets turned
-    into parentheses: a quoted ``</think>`` must not end the thought it is quoted in.
-
-    >>> first_words("a </think>  b c d", 4)
-    'a (/think) b c'
-    """
-    return " ".join(text.split()[:n]).replace("<", "(").replace(">", ")")
-
-
 def quote_thought(request: str, shown: Sequence[str], n: int) -> str:
-    """A label-free thought quoting the first ``n`` words of the request and of each response in the
-    order shown (one response: pointwise).
-
-    >>> quote_thought("Add 2 and 3 please.", ["It is 5.", "It is 6, since"], 2)
-    'Request: Add 2. A: It is. B: It is.'
-    >>> quote_thought("Add 2 and 3.", ["5"], 3)
-    'Request: Add 2 and. Response: 5.'
-    """
-    parts = [f"Request: {first_words(request, n)}."]
-    if len(shown) == 1:
-        parts.append(f"Response: {first_words(shown[0], n)}.")
-    else:
-        parts.extend(f"{slot}: {first_words(text, n)}." for slot, text in zip("AB", shown, strict=True))
-    return " ".join(parts)
+    """The ``quote`` thought: the first ``n`` words of the request and of each response as shown
+    (``j1.formats.templates.quote_parts``, the line the ``digest`` template puts in the prompt)."""
+    return quote_parts(request, shown, n)
 
 
 def shown_parts(pair, order: str) -> list[str]:
