@@ -52,7 +52,8 @@ def forced_text(tokenizer, row: dict, thought) -> str:
 def make_thought(pairs, quote_words: int):
     """The forced thought: the warm-up's first generic sentence, or (``quote_words`` > 0) a function of
     the row quoting its pair as shown, as ``j1 warmup --thoughts quote`` teaches."""
-    from j1.train.warmup import THOUGHTS, quote_thought, shown_parts
+    from j1.formats.templates import quote_parts
+    from j1.train.warmup import THOUGHTS, shown_parts
 
     if not quote_words:
         return THOUGHTS[0]
@@ -60,7 +61,7 @@ def make_thought(pairs, quote_words: int):
 
     def thought(row: dict) -> str:
         pair = by_id[row["pair_id"]]
-        return quote_thought(pair.prompt, shown_parts(pair, row["order"]), quote_words)
+        return quote_parts(pair.prompt, shown_parts(pair, row["order"]), quote_words)
 
     return thought
 

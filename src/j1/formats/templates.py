@@ -1,6 +1,6 @@
 """Prompt wording for the four formats (our own). Only the output grammar is shared with J1.
 
-Two wordings with the same output grammar (so the same parser and rewards):
+Three wordings with the same output grammar (so the same parser and rewards):
 
 - ``full`` (default): a system prompt on what to judge and what to ignore; for capable judges.
 - ``compact``: the fewest words that still name the grammar, for small models on CPU budgets. Why:
@@ -76,7 +76,8 @@ TEMPLATES: dict[str, Template] = {"full": FULL, "compact": COMPACT, "digest": DI
 
 def first_words(text: str, n: int) -> str:
     """The first ``n`` whitespace-separated words of ``text``, on one line, angle brackets turned
-    into parentheses: a quoted ``</think>`` must not end the thought it is quoted in.
+    into parentheses: a quoted ``</think>`` must not end the thought it is quoted in, nor a quoted
+    fence tag the ``digest`` line.
 
     >>> first_words("a </think>  b c d", 4)
     'a (/think) b c'

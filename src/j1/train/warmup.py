@@ -45,12 +45,6 @@ POINT_THOUGHTS = (
 THOUGHT_KINDS = ("generic", "quote")
 
 
-def quote_thought(request: str, shown: Sequence[str], n: int) -> str:
-    """The ``quote`` thought: the first ``n`` words of the request and of each response as shown
-    (``j1.formats.templates.quote_parts``, the line the ``digest`` template puts in the prompt)."""
-    return quote_parts(request, shown, n)
-
-
 def shown_parts(pair, order: str) -> list[str]:
     """The responses of ``pair`` (a ``j1.train.data.Pair``) as a judge row with ``order`` shows them."""
     return {"AB": [pair.response_a, pair.response_b], "BA": [pair.response_b, pair.response_a],
@@ -93,7 +87,7 @@ def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pair
         thought = None
         if thoughts == "quote":
             pair = pairs[r["pair_id"]]
-            thought = quote_thought(pair.prompt, shown_parts(pair, r["order"]), quote_words)
+            thought = quote_parts(pair.prompt, shown_parts(pair, r["order"]), quote_words)
         target = random_target(r["judge_format"], rng, thought)
         out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": target}]})
     return out
