@@ -324,6 +324,12 @@ class TrainConfig:
         metadata={"help": "Normalise advantages over all rollouts of BOTH orders of a pair (2G) instead of per "
                   "prompt (G): a position-biased judge then still gets a learning signal."},
     )
+    stop_at_answer: bool = field(
+        default=False,
+        metadata={"help": "Leave out of the loss every token a rollout writes after its answer's closing tag "
+                  "(</answer> for pav), as a stop string would. Off by default (TRL trains every generated "
+                  "token); see results/train/README.md, session 7, for why a small judge needs it."},
+    )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
         default=None, metadata={"help": "Drop pairs whose rendered judge prompt exceeds this many tokens (CPU budgets)."}

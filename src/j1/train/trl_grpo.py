@@ -11,13 +11,18 @@
   the 2G rollouts of a pair instead of the G rollouts of one prompt. Why: a judge that always says
   "A" gets all-right AB groups and all-wrong BA groups; per prompt every group has zero variance and
   zero advantage, so GRPO cannot fix the position bias. Over the pair the baseline is 0.5 and the
-  biased answers get opposite signs in the two orders.
+  biased answers get opposite signs in the two orders. With ``stop_at_answer`` it also drops from
+  the loss every token after the answer's closing tag (``</answer>`` for pav), as a stop string
+  would: a judge that keeps writing after its verdict otherwise has that text trained with the
+  verdict's advantage (the CPU run 6 of results/train stopped ending its completions by step 9 and
+  its greedy thoughts degenerated).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -84,13 +89,59 @@ def check_units(inputs: list[dict], num_generations: int) -> None:
             raise RuntimeError(f"rows {start}..{start + group - 1} are not one pair in both orders: {sorted(keys)}")
 
 
+def answer_close(answer_template: str) -> str:
+    """The closing tag that ends a format's answer grammar (its ``answer_template``).
+
+    >>> answer_close("<score_A>{score_a}</score_A> <score_B>{score_b}</score_B>")
+    '</score_B>'
+    """
+    m = re.search(r"</[^<>]+>\s*$", answer_template)
+    if m is None:
+        raise ValueError(f"answer template {answer_template!r} does not end with a closing tag")
+    return m.group().strip()
+
+
+def answer_end(token_texts: list[str], marker: str) -> int | None:
+    """How many tokens it takes to complete ``marker`` (the first time it appears in the text the
+    tokens spell), or None if it never does.
+
+    >>> answer_end(["<answer>[[", "A", "]]</", "answer", ">", "\\n<think>"], "</answer>")
+    5
+    """
+    if not marker:
+        raise ValueError("marker must not be empty")
+    text = ""
+    for k, piece in enumerate(token_texts, 1):
+        text += piece
+        # Only the tail can hold a newly completed marker; this keeps the scan linear.
+        if marker in text[-(len(marker) + len(piece)):]:
+            return k
+    return None
+
+
+def answer_markers(formulation: str) -> dict[str, str]:
+    """Judge format name -> the closing tag of its answer, for every format ``formulation`` trains.
+
+    >>> answer_markers("multitask")
+    {'pas': '</score_B>', 'pos': '</score>'}
+    """
+    from j1.formats import get_format
+
+    names = ("pas", "pos") if formulation == "multitask" else (formulation,)
+    return {n: answer_close(get_format(n).answer_template) for n in names}
+
+
 class J1GRPOTrainer(GRPOTrainer):
     """GRPOTrainer with pair-keeping batches and (optionally) pair-level advantages; see the module
-    docstring. Extra arguments: ``pair_advantages`` (bool) and ``reward_trace_dir`` (folder or None)."""
+    docstring. Extra arguments: ``pair_advantages`` (bool), ``reward_trace_dir`` (folder or None)
+    and ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
+    None keeps TRL's loss on every generated token)."""
 
-    def __init__(self, *args, pair_advantages: bool = True, reward_trace_dir: str | None = None, **kwargs):
+    def __init__(self, *args, pair_advantages: bool = True, reward_trace_dir: str | None = None,
+                 answer_markers: dict[str, str] | None = None, **kwargs):
         self.pair_advantages = pair_advantages
         self.reward_trace_dir = reward_trace_dir
+        self.answer_markers = answer_markers
         self._j1_rewards_per_func: torch.Tensor | None = None
         self._j1_trace: JsonlAppender | None = None
         super().__init__(*args, **kwargs)
@@ -127,6 +178,8 @@ class J1GRPOTrainer(GRPOTrainer):
         if training:
             check_units(inputs, self.num_generations)
         output = super()._generate_and_score_completions(inputs)
+        if training and self.answer_markers:
+            self._mask_after_answer(inputs, output)
         if training and self.pair_advantages:
             group = 2 * self.num_generations
             advantages = pair_advantages(
@@ -142,6 +195,19 @@ class J1GRPOTrainer(GRPOTrainer):
                 torch.isclose(zero_std, torch.zeros_like(zero_std)).float().mean().item()
             )
         return output
+
+    def _mask_after_answer(self, inputs, output) -> None:
+        """Zero ``completion_mask`` after each completion's answer closing tag, in place."""
+        ids, mask = output["completion_ids"], output["completion_mask"]
+        dropped = []
+        for i, row in enumerate(inputs):
+            n = int(mask[i].sum())
+            pieces = [self.processing_class.decode([t]) for t in ids[i, :n].tolist()]
+            end = answer_end(pieces, self.answer_markers[row["judge_format"]])
+            if end is not None and end < n:
+                mask[i, end:n] = 0
+            dropped.append(0 if end is None else n - end)
+        self._metrics["train"]["j1/tokens_after_answer"].append(sum(dropped) / max(len(dropped), 1))
 
     def train(self, *args, **kwargs):
         try:
@@ -261,6 +327,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
                    *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
         pair_advantages=j1cfg.pair_advantages,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
+        answer_markers=answer_markers(j1cfg.formulation) if j1cfg.stop_at_answer else None,
     )
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
             "reward_weights": weights, **counts}

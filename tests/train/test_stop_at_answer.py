@@ -1,0 +1,92 @@
+"""``--stop_at_answer``: the tokens a rollout writes after its answer's closing tag leave the loss."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import pytest
+import torch
+from conftest import CPU_FLAGS
+
+from j1.cli.main import main
+from j1.formats import FORMATS
+from j1.train.trl_grpo import J1GRPOTrainer, answer_close, answer_end, answer_markers
+
+
+@pytest.mark.parametrize(
+    ("pieces", "marker", "expected"),
+    [
+        (["<answer>[[", "A", "]]</", "answer", ">", "\n<think>"], "</answer>", 5),  # marker split over 3 tokens
+        (["<answer>[[A]]</answer>"], "</answer>", 1),  # one token holds it all
+        (["</answer>", "</answer>"], "</answer>", 1),  # the first occurrence counts
+        (["<answer>[[A]]</answ", "er"], "</answer>", None),  # never closed
+        ([], "</answer>", None),
+        (["x</", "score>", " 7"], "</score>", 2),
+        (["</score_A>", " <score_B>3</score_B>"], "</score_B>", 2),  # an earlier, different tag is not it
+    ],
+)
+def test_answer_end(pieces, marker, expected):
+    assert answer_end(pieces, marker) == expected
+
+
+def test_answer_end_refuses_an_empty_marker():
+    with pytest.raises(ValueError, match="marker must not be empty"):
+        answer_end(["a"], "")
+
+
+@pytest.mark.parametrize(
+    ("name", "close"), [("pav", "</answer>"), ("pas", "</score_B>"), ("pavs", "</answer>"), ("pos", "</score>")]
+)
+def test_answer_close_of_every_format(name, close):
+    assert answer_close(FORMATS[name].answer_template) == close
+
+
+def test_answer_close_needs_a_closing_tag():
+    with pytest.raises(ValueError, match="does not end with a closing tag"):
+        answer_close("[[{verdict}]]")
+
+
+def test_answer_markers_per_formulation():
+    assert answer_markers("pav") == {"pav": "</answer>"}
+    assert answer_markers("multitask") == {"pas": "</score_B>", "pos": "</score>"}
+
+
+def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    texts = ["<think>ok</think>\n<answer>[[A]]</answer>\n<think>more more", "<think>no answer yet", "<answer>[[B]]</answer>"]
+    encoded = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    width = max(map(len, encoded)) + 2
+    ids = torch.zeros(len(texts), width, dtype=torch.long)
+    mask = torch.zeros(len(texts), width, dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, : len(e)] = torch.tensor(e)
+        mask[i, : len(e)] = 1  # right padding after each completion, as TRL pads
+    trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)  # only the masking state, no model
+    trainer.processing_class, trainer.answer_markers = tok, {"pav": "</answer>"}
+    trainer._metrics = {"train": defaultdict(list)}
+    output = {"completion_ids": ids, "completion_mask": mask.clone()}
+    trainer._mask_after_answer([{"judge_format": "pav"}] * 3, output)
+
+    kept = output["completion_mask"].sum(dim=1).tolist()
+    first = len(tok("<think>ok</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
+    assert tok.decode(ids[0, : kept[0]]).endswith("</answer>") and kept[0] == first < len(encoded[0])
+    assert kept[1] == len(encoded[1])  # never closed: every token stays (the reward marks it invalid)
+    assert kept[2] == len(encoded[2])  # nothing after the tag
+    assert torch.equal(output["completion_mask"][:, kept[0]:][0], torch.zeros(width - kept[0], dtype=torch.long))
+    assert trainer._metrics["train"]["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - first) / 3)]
+
+
+def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
+    out = tmp_path / "run"
+    assert main([
+        "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+        "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+        "--max_steps", "1", "--stop_at_answer", "true", *CPU_FLAGS,
+    ]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["config"]["j1"]["stop_at_answer"] is True
+    step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
+    assert step["j1/tokens_after_answer"] >= 0.0
