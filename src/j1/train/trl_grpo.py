@@ -13,9 +13,9 @@
   zero advantage, so GRPO cannot fix the position bias. Over the pair the baseline is 0.5 and the
   biased answers get opposite signs in the two orders. With ``stop_at_answer`` it also drops from
   the loss every token after the answer's closing tag (``</answer>`` for pav), as a stop string
-  would: a judge that keeps writing after its verdict otherwise has that text trained with the
-  verdict's advantage (the CPU run 6 of results/train stopped ending its completions by step 9 and
-  its greedy thoughts degenerated).
+  would. Otherwise, a judge that keeps writing after its verdict has that text trained with the
+  verdict's advantage. On the CPU runs of results/train (session 7) it only delayed the loss of the
+  EOS by 2 steps: the drift there comes from the lr, not from this text.
 """
 
 from __future__ import annotations
