@@ -75,7 +75,7 @@ def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
     assert tok.decode(ids[0, : kept[0]]).endswith("</answer>") and kept[0] == first < len(encoded[0])
     assert kept[1] == len(encoded[1])  # never closed: every token stays (the reward marks it invalid)
     assert kept[2] == len(encoded[2])  # nothing after the tag
-    assert torch.equal(output["completion_mask"][:, kept[0]:][0], torch.zeros(width - kept[0], dtype=torch.long))
+    assert torch.equal(output["completion_mask"][0, kept[0]:], torch.zeros(width - kept[0], dtype=torch.long))
     assert trainer._metrics["train"]["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - first) / 3)]
 
 

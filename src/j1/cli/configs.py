@@ -328,7 +328,7 @@ class TrainConfig:
         default=False,
         metadata={"help": "Leave out of the loss every token a rollout writes after its answer's closing tag "
                   "(</answer> for pav), as a stop string would. Off by default (TRL trains every generated "
-                  "token); see results/train/README.md, session 7, for why a small judge needs it."},
+                  "token); on the CPU runs of results/train (session 7, run 7) it did not stop the format drift."},
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(

@@ -69,15 +69,23 @@ def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
     return list(pairs.values())
 
 
+def formulation_formats(formulation: str) -> tuple[str, ...]:
+    """The judge formats a formulation trains: MultiTask mixes ``pas`` and ``pos``, the others are one format.
+
+    >>> formulation_formats("multitask"), formulation_formats("pav")
+    (('pas', 'pos'), ('pav',))
+    """
+    return ("pas", "pos") if formulation == "multitask" else (formulation,)
+
+
 def unit_rows(pair: Pair, formulation: str, template: str = "full") -> list[dict]:
     """The judge prompts of one pair as dataset rows, in units of two (see the module docstring).
 
     Each row: ``prompt`` (chat messages), ``pair_id``, ``order`` (AB/BA, or A/B for pos),
     ``label`` and ``judge_format`` — the columns the J1 reward functions read.
     """
-    formats = ("pas", "pos") if formulation == "multitask" else (formulation,)
     rows: list[dict] = []
-    for name in formats:
+    for name in formulation_formats(formulation):
         fmt = get_format(name, template)
         if fmt.pairwise:
             slots = [("AB", fmt.render(pair.prompt, pair.response_a, pair.response_b)),

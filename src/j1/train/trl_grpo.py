@@ -126,9 +126,9 @@ def answer_markers(formulation: str) -> dict[str, str]:
     {'pas': '</score_B>', 'pos': '</score>'}
     """
     from j1.formats import get_format
+    from j1.train.data import formulation_formats
 
-    names = ("pas", "pos") if formulation == "multitask" else (formulation,)
-    return {n: answer_close(get_format(n).answer_template) for n in names}
+    return {n: answer_close(get_format(n).answer_template) for n in formulation_formats(formulation)}
 
 
 class J1GRPOTrainer(GRPOTrainer):
