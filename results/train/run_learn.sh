@@ -9,8 +9,8 @@
 # LR, STEPS, MINUTES, MAXP (max prompt tokens), MAXC (max completion tokens), THREADS (torch threads),
 # G (rollouts per order, default 2), PAIR_ADV (true: advantages over the pair's 2G rollouts; false:
 # TRL's groups, one per order), STOP (true: --stop_at_answer, no loss on tokens after </answer>),
-# BETA (TRL's KL coefficient to the warmed-up model, default 0), TOPENT (TRL's top_entropy_quantile:
-# the policy loss only on that share of the highest-entropy completion tokens, default 1 = all).
+# BETA (TRL's KL coefficient to the warmed-up model), TOPENT (TRL's top_entropy_quantile: the policy
+# loss only on that share of the highest-entropy completion tokens); unset, the config's values apply.
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
 # optimizer, scheduler, RNG and data order). The data step is skipped when resuming or when
 # $D/train.jsonl already exists (it is deterministic: seed 0).
@@ -34,6 +34,6 @@ $J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.json
   --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
   --lora_last_layers ${LAYERS:-6} --num_generations $G --per_device_train_batch_size $(( 2 * G * ${PAIRS:-2} )) \
   --pair_advantages ${PAIR_ADV:-true} --stop_at_answer ${STOP:-false} \
-  --beta ${BETA:-0.0} --top_entropy_quantile ${TOPENT:-1.0} \
+  ${BETA:+--beta $BETA} ${TOPENT:+--top_entropy_quantile $TOPENT} \
   --learning_rate ${LR:-3e-4} --max_completion_length ${MAXC:-32} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
   --save_steps 20 --report_to none ${RESUME:+--resume_from_checkpoint latest}

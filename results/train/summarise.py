@@ -1,6 +1,6 @@
 """Markdown tables for results/train/README.md from a run's artefacts (no model needed).
 
-    .venv/bin/python results/train/summarise.py results/train/pav-dev
+    .venv/bin/python results/train/summarise.py results/train/pav-dev [STEPS_PER_BLOCK]
 """
 
 import json
@@ -36,11 +36,16 @@ def eval_table(folder: Path, pairs: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def curve_table(log: Path, every: int = 5) -> str:
+CURVE_KEYS = ("reward", "rewards/correctness/mean", "rewards/consistency/mean", "j1/acc/AB", "j1/acc/BA",
+              "j1/flip_rate", "j1/invalid_rate", "j1/shown_A_share", "j1/thought_words", "step_time")
+# Whether the sampled completions keep the warmed-up format: the share cut at max_completion_length,
+# the mean length of those that ended, and the KL to the reference (0 when beta = 0).
+FORMAT_KEYS = ("completions/clipped_ratio", "completions/mean_terminated_length", "kl")
+
+
+def curve_table(log: Path, every: int = 5, keys=CURVE_KEYS) -> str:
     rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     rows = [r for r in rows if "loss" in r]
-    keys = ["reward", "rewards/correctness/mean", "rewards/consistency/mean", "j1/acc/AB", "j1/acc/BA",
-            "j1/flip_rate", "j1/invalid_rate", "j1/shown_A_share", "j1/thought_words", "step_time"]
     out = ["| steps | " + " | ".join(k.split("/")[-2] if k.endswith("/mean") else k.split("/")[-1] for k in keys) + " |",
            "|---|" + "---|" * len(keys)]
     for start in range(0, len(rows), every):
@@ -72,7 +77,7 @@ def halves(log: Path, per_step: int) -> str:
             f"| difference | {100 * (means[1] - means[0]):+.1f} points, z = {z:.2f} |")
 
 
-def main(folder: str) -> None:
+def main(folder: str, every: int = 5) -> None:
     f = Path(folder)
     w = json.loads((f / "warmup.json").read_text())
     print("### Format warm-up (valid-output rate on held-out prompts, sampled at T=1)\n")
@@ -80,7 +85,9 @@ def main(folder: str) -> None:
     for when in ("before", "after"):
         print(f"| {when} | {pct(w[when]['valid_rate'])} of {w[when]['completions']} | {pct(w[when]['shown_A_share'])} |")
     print("\n### GRPO, mean per block of steps\n")
-    print(curve_table(f / "log.jsonl"))
+    print(curve_table(f / "log.jsonl", every))
+    print("\n### Format of the sampled completions, mean per block of steps\n")
+    print(curve_table(f / "log.jsonl", every, FORMAT_KEYS))
     run = json.loads((f / "run.json").read_text())
     print("\n### Sampled correctness, first vs second half of the steps\n")
     print("| steps | correctness |\n|---|---|")
@@ -109,4 +116,4 @@ def probe_table(paths: list[Path]) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:3]))
