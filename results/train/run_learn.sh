@@ -11,11 +11,14 @@
 # TRL's groups, one per order), STOP (true: --stop_at_answer, no loss on tokens after </answer>),
 # BETA (TRL's KL coefficient to the warmed-up model), TOPENT (TRL's top_entropy_quantile: the policy
 # loss only on that share of the highest-entropy completion tokens); unset, the config's values apply.
+# ANSWER_ONLY (true: --answer_only_loss, the policy loss only on the answer span, not the thought).
+# THREADS sets both OMP_NUM_THREADS and MKL_NUM_THREADS (before session 10 only OMP's, and the
+# README's `export MKL_NUM_THREADS=1` kept the matrix products of "THREADS=2" runs on one core).
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
 # optimizer, scheduler, RNG and data order). The data step is skipped when resuming or when
 # $D/train.jsonl already exists (it is deterministic: seed 0).
 set -euxo pipefail
-export OMP_NUM_THREADS=${THREADS:-1}
+export OMP_NUM_THREADS=${THREADS:-1} MKL_NUM_THREADS=${THREADS:-1}
 J1=.venv/bin/j1
 R=runs/train
 D=$R/${DATA:-learn-data}
@@ -33,7 +36,7 @@ G=${G:-2}
 $J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/${RUN:-pav-learn} \
   --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
   --lora_last_layers ${LAYERS:-6} --num_generations $G --per_device_train_batch_size $(( 2 * G * ${PAIRS:-2} )) \
-  --pair_advantages ${PAIR_ADV:-true} --stop_at_answer ${STOP:-false} \
+  --pair_advantages ${PAIR_ADV:-true} --stop_at_answer ${STOP:-false} ${ANSWER_ONLY:+--answer_only_loss $ANSWER_ONLY} \
   ${BETA:+--beta $BETA} ${TOPENT:+--top_entropy_quantile $TOPENT} \
   --learning_rate ${LR:-3e-4} --max_completion_length ${MAXC:-32} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
   --save_steps 20 --report_to none ${RESUME:+--resume_from_checkpoint latest}

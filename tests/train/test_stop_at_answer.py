@@ -1,4 +1,5 @@
-"""``--stop_at_answer``: the tokens a rollout writes after its answer's closing tag leave the loss."""
+"""``--stop_at_answer``: the tokens a rollout writes after its answer's closing tag leave the loss;
+``--answer_only_loss``: the tokens before its opening tag leave it too."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from conftest import CPU_FLAGS
 
 from j1.cli.main import main
 from j1.formats import FORMATS
-from j1.train.trl_grpo import J1GRPOTrainer, answer_close, answer_end, answer_markers
+from j1.train.trl_grpo import (
+    J1GRPOTrainer,
+    answer_close,
+    answer_end,
+    answer_markers,
+    answer_open,
+    answer_start,
+)
 
 
 @pytest.mark.parametrize(
@@ -50,6 +58,45 @@ def test_answer_close_needs_a_closing_tag():
 def test_answer_markers_per_formulation():
     assert answer_markers("pav") == {"pav": "</answer>"}
     assert answer_markers("multitask") == {"pas": "</score_B>", "pos": "</score>"}
+    assert answer_markers("multitask", opening=True) == {"pas": "<score_A>", "pos": "<score>"}
+
+
+@pytest.mark.parametrize(
+    ("name", "opener"), [("pav", "<answer>"), ("pas", "<score_A>"), ("pavs", "<score_A>"), ("pos", "<score>")]
+)
+def test_answer_open_of_every_format(name, opener):
+    assert answer_open(FORMATS[name].answer_template) == opener
+
+
+def test_answer_open_needs_an_opening_tag():
+    with pytest.raises(ValueError, match="does not start with an opening tag"):
+        answer_open("[[{verdict}]]</answer>")
+
+
+@pytest.mark.parametrize(
+    ("pieces", "opener", "end", "expected"),
+    [
+        (["<think>x</think>", "\n<", "answer>[[", "A", "]]</answer>"], "<answer>", 5, 1),  # opener split
+        (["<think>x</think>\n", "<answer>", "[[B]]", "</answer>"], "<answer>", 4, 1),
+        (["<answer>[[A]]</answer>"], "<answer>", 1, 0),  # one token holds it all
+        (["<answer>", "no", "<answer>", "[[A]]</answer>"], "<answer>", 4, 2),  # the last opener before the close
+        (["[[A]]", "</answer>"], "<answer>", 2, None),  # closed but never opened
+        (["<think>", "<answer>", "[[A]]</answer>", "<answer>"], "<answer>", 3, 1),  # openers after the end ignored
+        (["t", " <score_A>4</score_A> <score_B>", "2</score_B>"], "<score_A>", 3, 1),  # pas: starts at score_A
+    ],
+)
+def test_answer_start(pieces, opener, end, expected):
+    assert answer_start(pieces, opener, end) == expected
+
+
+def test_answer_start_refuses_an_empty_opener():
+    with pytest.raises(ValueError, match="opener must not be empty"):
+        answer_start(["a"], "", 1)
+
+
+def test_openers_need_closers():
+    with pytest.raises(ValueError, match="answer_openers needs answer_markers"):
+        J1GRPOTrainer(answer_openers={"pav": "<answer>"})
 
 
 def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
@@ -66,6 +113,7 @@ def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
         mask[i, : len(e)] = 1  # right padding after each completion, as TRL pads
     trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)  # only the masking state, no model
     trainer.processing_class, trainer.answer_markers = tok, {"pav": "</answer>"}
+    trainer.answer_openers = None
     trainer._metrics = {"train": defaultdict(list)}
     output = {"completion_ids": ids, "completion_mask": mask.clone()}
     trainer._mask_after_answer([{"judge_format": "pav"}] * 3, output)
@@ -79,6 +127,37 @@ def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
     assert trainer._metrics["train"]["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - first) / 3)]
 
 
+def test_mask_to_the_answer_span_keeps_the_answer_only(tiny_model):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    texts = ["<think>ok fine</think>\n<answer>[[A]]</answer>\n<think>more", "<think>no answer yet", "<answer>[[B]]</answer>"]
+    encoded = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    width = max(map(len, encoded)) + 2
+    ids = torch.zeros(len(texts), width, dtype=torch.long)
+    mask = torch.zeros(len(texts), width, dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, : len(e)] = torch.tensor(e)
+        mask[i, : len(e)] = 1
+    trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)
+    trainer.processing_class, trainer.answer_markers = tok, {"pav": "</answer>"}
+    trainer.answer_openers = {"pav": "<answer>"}
+    trainer._metrics = {"train": defaultdict(list)}
+    output = {"completion_ids": ids, "completion_mask": mask.clone()}
+    trainer._mask_after_answer([{"judge_format": "pav"}] * 3, output)
+
+    seen = output["completion_mask"]  # what attention sees: the thought stays, the tail goes
+    prefix = len(tok("<think>ok fine</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
+    assert seen[0].sum() == prefix and seen[1].sum() == len(encoded[1]) and seen[2].sum() == len(encoded[2])
+    kept = (output["completion_mask"] * output["tool_mask"]).bool()  # what the loss sees
+    assert tok.decode(ids[0][kept[0]]).strip() == "<answer>[[A]]</answer>"  # the span, nothing else
+    assert int(kept[1].sum()) == len(encoded[1])  # no answer: every token stays (an invalid rollout)
+    assert int(kept[2].sum()) == len(encoded[2])  # the whole completion is the answer
+    before = int(kept[0].nonzero()[0])  # the thought's tokens; rows 1 and 2 drop none
+    assert before > 0 and tok.decode(ids[0, before]).lstrip("\n").startswith("<")
+    assert trainer._metrics["train"]["j1/tokens_before_answer"] == [pytest.approx(before / 3)]
+
+
 def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
     out = tmp_path / "run"
     assert main([
@@ -90,3 +169,19 @@ def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file
     assert run["config"]["j1"]["stop_at_answer"] is True
     step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
     assert step["j1/tokens_after_answer"] >= 0.0
+
+
+def test_train_with_answer_only_loss_logs_the_thought_tokens(tiny_model, pair_file, tmp_path):
+    out = tmp_path / "run"
+    assert main([
+        "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+        "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+        "--max_steps", "1", "--answer_only_loss", "true", "--beta", "0.04", *CPU_FLAGS,
+    ]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["config"]["j1"]["answer_only_loss"] is True
+    step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
+    assert step["j1/tokens_before_answer"] >= 0.0 and step["j1/tokens_after_answer"] >= 0.0
+    # Before the first update the policy is the reference: a KL above 0 would mean the answer was
+    # scored in another context than it was sampled in (the thought hidden from attention).
+    assert step["kl"] == pytest.approx(0.0, abs=1e-4)

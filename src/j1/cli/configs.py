@@ -330,6 +330,12 @@ class TrainConfig:
                   "(</answer> for pav), as a stop string would. Off by default (TRL trains every generated "
                   "token); on the CPU runs of results/train (session 7, run 7) it did not stop the format drift."},
     )
+    answer_only_loss: bool = field(
+        default=False,
+        metadata={"help": "Train only the answer span (opening to closing tag, e.g. <answer>[[A]]</answer>): the "
+                  "thought is sampled and conditions the verdict, but its tokens leave the policy loss. "
+                  "Implies stop_at_answer; a rollout with no closed answer keeps every token in the loss."},
+    )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
         default=None, metadata={"help": "Drop pairs whose rendered judge prompt exceeds this many tokens (CPU budgets)."}

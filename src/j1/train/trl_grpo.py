@@ -15,7 +15,11 @@
   the loss every token after the answer's closing tag (``</answer>`` for pav), as a stop string
   would. Otherwise, a judge that keeps writing after its verdict has that text trained with the
   verdict's advantage. On the CPU runs of results/train (session 7) it only delayed the loss of the
-  EOS by 2 steps: the drift there comes from the lr, not from this text.
+  EOS by 2 steps: the drift there comes from the lr, not from this text. With ``answer_only_loss``
+  the tokens before the answer's opening tag (the thought) leave the loss too: the thought is still
+  sampled and conditions the verdict, but only the answer is trained. Why: the supervised probe of
+  results/train learns content from the verdict letter alone, while in GRPO the thought tokens (and
+  the KL term that holds them) compete with that one token for the same LoRA weights.
 """
 
 from __future__ import annotations
@@ -101,6 +105,39 @@ def answer_close(answer_template: str) -> str:
     return m.group().strip()
 
 
+def answer_open(answer_template: str) -> str:
+    """The opening tag that starts a format's answer grammar.
+
+    >>> answer_open("<score_A>{score_a}</score_A> <score_B>{score_b}</score_B>")
+    '<score_A>'
+    """
+    m = re.match(r"\s*<[^<>/]+>", answer_template)
+    if m is None:
+        raise ValueError(f"answer template {answer_template!r} does not start with an opening tag")
+    return m.group().strip()
+
+
+def answer_start(token_texts: list[str], opener: str, end: int) -> int | None:
+    """Index of the token holding the first character of the last ``opener`` in the text of the first
+    ``end`` tokens (the answer that ``answer_end`` closed), or None if there is none.
+
+    >>> answer_start(["<think>x</think>", "\n<", "answer>[[", "A", "]]</answer>"], "<answer>", 5)
+    1
+    """
+    if not opener:
+        raise ValueError("opener must not be empty")
+    text = "".join(token_texts[:end])
+    pos = text.rfind(opener)
+    if pos < 0:
+        return None
+    seen = 0
+    for k, piece in enumerate(token_texts[:end]):
+        seen += len(piece)
+        if pos < seen:
+            return k
+    return None  # unreachable: pos < len(text)
+
+
 def answer_end(token_texts: list[str], marker: str) -> int | None:
     """How many tokens it takes to complete ``marker`` (the first time it appears in the text the
     tokens spell), or None if it never does.
@@ -119,29 +156,38 @@ def answer_end(token_texts: list[str], marker: str) -> int | None:
     return None
 
 
-def answer_markers(formulation: str) -> dict[str, str]:
-    """Judge format name -> the closing tag of its answer, for every format ``formulation`` trains.
+def answer_markers(formulation: str, *, opening: bool = False) -> dict[str, str]:
+    """Judge format name -> the closing tag of its answer (``opening``: the opening tag), for every
+    format ``formulation`` trains.
 
     >>> answer_markers("multitask")
     {'pas': '</score_B>', 'pos': '</score>'}
+    >>> answer_markers("pavs", opening=True)
+    {'pavs': '<score_A>'}
     """
     from j1.formats import get_format
     from j1.train.data import formulation_formats
 
-    return {n: answer_close(get_format(n).answer_template) for n in formulation_formats(formulation)}
+    tag = answer_open if opening else answer_close
+    return {n: tag(get_format(n).answer_template) for n in formulation_formats(formulation)}
 
 
 class J1GRPOTrainer(GRPOTrainer):
     """GRPOTrainer with pair-keeping batches and (optionally) pair-level advantages; see the module
     docstring. Extra arguments: ``pair_advantages`` (bool), ``reward_trace_dir`` (folder or None)
-    and ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
-    None keeps TRL's loss on every generated token)."""
+    ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
+    None keeps TRL's loss on every generated token) and ``answer_openers`` (judge format name ->
+    opening tag: also drop the tokens before the answer; needs ``answer_markers``)."""
 
     def __init__(self, *args, pair_advantages: bool = True, reward_trace_dir: str | None = None,
-                 answer_markers: dict[str, str] | None = None, **kwargs):
+                 answer_markers: dict[str, str] | None = None, answer_openers: dict[str, str] | None = None,
+                 **kwargs):
+        if answer_openers and not answer_markers:
+            raise ValueError("answer_openers needs answer_markers (the answer span ends at the closing tag)")
         self.pair_advantages = pair_advantages
         self.reward_trace_dir = reward_trace_dir
         self.answer_markers = answer_markers
+        self.answer_openers = answer_openers
         self._j1_rewards_per_func: torch.Tensor | None = None
         self._j1_trace: JsonlAppender | None = None
         super().__init__(*args, **kwargs)
@@ -197,9 +243,15 @@ class J1GRPOTrainer(GRPOTrainer):
         return output
 
     def _mask_after_answer(self, inputs, output) -> None:
-        """Zero ``completion_mask`` after each completion's answer closing tag, in place."""
+        """Zero ``completion_mask`` after each completion's answer closing tag, in place, and (with
+        ``answer_openers``) zero TRL's loss-only ``tool_mask`` before its opening tag. The thought must
+        stay in ``completion_mask``: TRL builds the attention mask from it, and the answer has to be
+        scored in the context it was sampled in (the tokens after the answer can go, attention being
+        causal). A completion with no closed answer keeps every token: it is invalid, and its negative
+        advantage is what teaches the format."""
         ids, mask = output["completion_ids"], output["completion_mask"]
-        dropped = []
+        loss_mask = output["tool_mask"] if "tool_mask" in output else torch.ones_like(mask)
+        dropped, before = [], []
         for i, row in enumerate(inputs):
             n = int(mask[i].sum())
             pieces = [self.processing_class.decode([t]) for t in ids[i, :n].tolist()]
@@ -207,7 +259,15 @@ class J1GRPOTrainer(GRPOTrainer):
             if end is not None and end < n:
                 mask[i, end:n] = 0
             dropped.append(0 if end is None else n - end)
+            if self.answer_openers and end is not None:
+                start = answer_start(pieces, self.answer_openers[row["judge_format"]], end)
+                if start:
+                    loss_mask[i, :start] = 0
+                before.append(start or 0)
         self._metrics["train"]["j1/tokens_after_answer"].append(sum(dropped) / max(len(dropped), 1))
+        if self.answer_openers:
+            output["tool_mask"] = loss_mask
+            self._metrics["train"]["j1/tokens_before_answer"].append(sum(before) / max(len(inputs), 1))
 
     def train(self, *args, **kwargs):
         try:
@@ -327,7 +387,9 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
                    *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
         pair_advantages=j1cfg.pair_advantages,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
-        answer_markers=answer_markers(j1cfg.formulation) if j1cfg.stop_at_answer else None,
+        answer_markers=(answer_markers(j1cfg.formulation)
+                        if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
+        answer_openers=answer_markers(j1cfg.formulation, opening=True) if j1cfg.answer_only_loss else None,
     )
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
             "reward_weights": weights, **counts}
