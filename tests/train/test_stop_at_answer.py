@@ -99,39 +99,12 @@ def test_openers_need_closers():
         J1GRPOTrainer(answer_openers={"pav": "<answer>"})
 
 
-def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
+def mask_completions(model_dir, texts, openers=None):
+    """Run ``_mask_after_answer`` on ``texts`` as TRL lays out completions (right-padded), on a trainer
+    holding only the masking state (no model). Returns (tokenizer, token ids per text, ids, output, metrics)."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(tiny_model))
-    texts = ["<think>ok</think>\n<answer>[[A]]</answer>\n<think>more more", "<think>no answer yet", "<answer>[[B]]</answer>"]
-    encoded = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
-    width = max(map(len, encoded)) + 2
-    ids = torch.zeros(len(texts), width, dtype=torch.long)
-    mask = torch.zeros(len(texts), width, dtype=torch.long)
-    for i, e in enumerate(encoded):
-        ids[i, : len(e)] = torch.tensor(e)
-        mask[i, : len(e)] = 1  # right padding after each completion, as TRL pads
-    trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)  # only the masking state, no model
-    trainer.processing_class, trainer.answer_markers = tok, {"pav": "</answer>"}
-    trainer.answer_openers = None
-    trainer._metrics = {"train": defaultdict(list)}
-    output = {"completion_ids": ids, "completion_mask": mask.clone()}
-    trainer._mask_after_answer([{"judge_format": "pav"}] * 3, output)
-
-    kept = output["completion_mask"].sum(dim=1).tolist()
-    first = len(tok("<think>ok</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
-    assert tok.decode(ids[0, : kept[0]]).endswith("</answer>") and kept[0] == first < len(encoded[0])
-    assert kept[1] == len(encoded[1])  # never closed: every token stays (the reward marks it invalid)
-    assert kept[2] == len(encoded[2])  # nothing after the tag
-    assert torch.equal(output["completion_mask"][0, kept[0]:], torch.zeros(width - kept[0], dtype=torch.long))
-    assert trainer._metrics["train"]["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - first) / 3)]
-
-
-def test_mask_to_the_answer_span_keeps_the_answer_only(tiny_model):
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(tiny_model))
-    texts = ["<think>ok fine</think>\n<answer>[[A]]</answer>\n<think>more", "<think>no answer yet", "<answer>[[B]]</answer>"]
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
     encoded = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     width = max(map(len, encoded)) + 2
     ids = torch.zeros(len(texts), width, dtype=torch.long)
@@ -140,11 +113,31 @@ def test_mask_to_the_answer_span_keeps_the_answer_only(tiny_model):
         ids[i, : len(e)] = torch.tensor(e)
         mask[i, : len(e)] = 1
     trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)
-    trainer.processing_class, trainer.answer_markers = tok, {"pav": "</answer>"}
-    trainer.answer_openers = {"pav": "<answer>"}
+    trainer.processing_class, trainer.answer_markers, trainer.answer_openers = tok, {"pav": "</answer>"}, openers
     trainer._metrics = {"train": defaultdict(list)}
     output = {"completion_ids": ids, "completion_mask": mask.clone()}
-    trainer._mask_after_answer([{"judge_format": "pav"}] * 3, output)
+    trainer._mask_after_answer([{"judge_format": "pav"}] * len(texts), output)
+    return tok, encoded, ids, output, trainer._metrics["train"]
+
+
+def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
+    texts = ["<think>ok</think>\n<answer>[[A]]</answer>\n<think>more more", "<think>no answer yet", "<answer>[[B]]</answer>"]
+    tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts)
+    width = ids.shape[1]
+
+    kept = output["completion_mask"].sum(dim=1).tolist()
+    first = len(tok("<think>ok</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
+    assert tok.decode(ids[0, : kept[0]]).endswith("</answer>") and kept[0] == first < len(encoded[0])
+    assert kept[1] == len(encoded[1])  # never closed: every token stays (the reward marks it invalid)
+    assert kept[2] == len(encoded[2])  # nothing after the tag
+    assert torch.equal(output["completion_mask"][0, kept[0]:], torch.zeros(width - kept[0], dtype=torch.long))
+    assert metrics["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - first) / 3)]
+    assert "tool_mask" not in output and "j1/tokens_before_answer" not in metrics  # the thought is trained
+
+
+def test_mask_to_the_answer_span_keeps_the_answer_only(tiny_model):
+    texts = ["<think>ok fine</think>\n<answer>[[A]]</answer>\n<think>more", "<think>no answer yet", "<answer>[[B]]</answer>"]
+    tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts, openers={"pav": "<answer>"})
 
     seen = output["completion_mask"]  # what attention sees: the thought stays, the tail goes
     prefix = len(tok("<think>ok fine</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
@@ -155,7 +148,7 @@ def test_mask_to_the_answer_span_keeps_the_answer_only(tiny_model):
     assert int(kept[2].sum()) == len(encoded[2])  # the whole completion is the answer
     before = int(kept[0].nonzero()[0])  # the thought's tokens; rows 1 and 2 drop none
     assert before > 0 and tok.decode(ids[0, before]).lstrip("\n").startswith("<")
-    assert trainer._metrics["train"]["j1/tokens_before_answer"] == [pytest.approx(before / 3)]
+    assert metrics["j1/tokens_before_answer"] == [pytest.approx(before / 3)]
 
 
 def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
