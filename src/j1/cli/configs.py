@@ -334,7 +334,8 @@ class TrainConfig:
         default=False,
         metadata={"help": "Train only the answer span (opening to closing tag, e.g. <answer>[[A]]</answer>): the "
                   "thought is sampled and conditions the verdict, but its tokens leave the policy loss. "
-                  "Implies stop_at_answer; a rollout with no closed answer keeps every token in the loss."},
+                  "Implies stop_at_answer; a rollout with no closed answer keeps every token in the loss. "
+                  "On the CPU runs of results/train (session 10, run 11) it lost the stop and taught no content."},
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(

@@ -19,7 +19,9 @@
   the tokens before the answer's opening tag (the thought) leave the loss too: the thought is still
   sampled and conditions the verdict, but only the answer is trained. Why: the supervised probe of
   results/train learns content from the verdict letter alone, while in GRPO the thought tokens (and
-  the KL term that holds them) compete with that one token for the same LoRA weights.
+  the KL term that holds them) compete with that one token for the same LoRA weights. On the CPU
+  (results/train, session 10, run 11) it did not teach content: the verdict collapsed onto the
+  first-shown response within 6 steps, and with nothing after the answer trained the stop was lost.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def answer_start(token_texts: list[str], opener: str, end: int) -> int | None:
     """Index of the token holding the first character of the last ``opener`` in the text of the first
     ``end`` tokens (the answer that ``answer_end`` closed), or None if there is none.
 
-    >>> answer_start(["<think>x</think>", "\n<", "answer>[[", "A", "]]</answer>"], "<answer>", 5)
+    >>> answer_start(["<think>x</think>", "\\n<", "answer>[[", "A", "]]</answer>"], "<answer>", 5)
     1
     """
     if not opener:
