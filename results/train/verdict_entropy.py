@@ -7,23 +7,18 @@ and reports where the verdict letter's entropy ranks among all completion tokens
     OMP_NUM_THREADS=1 .venv/bin/python results/train/verdict_entropy.py runs/train/warmup-pav-compact \
         [runs/train/pav-learn9/checkpoint-72]
 """
-import random
 import sys
 
 import torch
-from transformers import AutoModelForCausalLM
+from verdict_probe import load_model  # this folder: the base model, or a LoRA checkpoint on it
 
 from j1.train.data import build_rows, load_pairs
 from j1.train.trl_grpo import load_tokenizer
 
 torch.manual_seed(0)
-random.seed(0)
-base, adapter = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
+base, model_path = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else sys.argv[1])
 tok = load_tokenizer(base)
-model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-if adapter:
-    from peft import PeftModel
-    model = PeftModel.from_pretrained(model, adapter)
+model = load_model(base, model_path)
 model.eval()
 pairs = load_pairs("runs/train/learn8-data/train.jsonl")
 rows, _ = build_rows(pairs, "pav", tokenizer=tok, max_prompt_tokens=360, template="digest")

@@ -100,7 +100,7 @@ def test_openers_need_closers():
 
 
 def mask_completions(model_dir, texts, openers=None):
-    """Run ``_mask_after_answer`` on ``texts`` as TRL lays out completions (right-padded), on a trainer
+    """Run ``_mask_outside_answer`` on ``texts`` as TRL lays out completions (right-padded), on a trainer
     holding only the masking state (no model). Returns (tokenizer, token ids per text, ids, output, metrics)."""
     from transformers import AutoTokenizer
 
@@ -116,11 +116,11 @@ def mask_completions(model_dir, texts, openers=None):
     trainer.processing_class, trainer.answer_markers, trainer.answer_openers = tok, {"pav": "</answer>"}, openers
     trainer._metrics = {"train": defaultdict(list)}
     output = {"completion_ids": ids, "completion_mask": mask.clone()}
-    trainer._mask_after_answer([{"judge_format": "pav"}] * len(texts), output)
+    trainer._mask_outside_answer([{"judge_format": "pav"}] * len(texts), output)
     return tok, encoded, ids, output, trainer._metrics["train"]
 
 
-def test_mask_after_answer_zeroes_the_tail_only(tiny_model):
+def test_mask_outside_answer_zeroes_the_tail_only(tiny_model):
     texts = ["<think>ok</think>\n<answer>[[A]]</answer>\n<think>more more", "<think>no answer yet", "<answer>[[B]]</answer>"]
     tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts)
     width = ids.shape[1]

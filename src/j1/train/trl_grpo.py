@@ -26,9 +26,11 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import re
+from itertools import accumulate
 from pathlib import Path
 
 import torch
@@ -128,16 +130,11 @@ def answer_start(token_texts: list[str], opener: str, end: int) -> int | None:
     """
     if not opener:
         raise ValueError("opener must not be empty")
-    text = "".join(token_texts[:end])
-    pos = text.rfind(opener)
+    pos = "".join(token_texts[:end]).rfind(opener)
     if pos < 0:
         return None
-    seen = 0
-    for k, piece in enumerate(token_texts[:end]):
-        seen += len(piece)
-        if pos < seen:
-            return k
-    return None  # unreachable: pos < len(text)
+    # The first token whose text ends past ``pos`` holds that character.
+    return bisect.bisect_right(list(accumulate(len(p) for p in token_texts[:end])), pos)
 
 
 def answer_end(token_texts: list[str], marker: str) -> int | None:
@@ -227,7 +224,7 @@ class J1GRPOTrainer(GRPOTrainer):
             check_units(inputs, self.num_generations)
         output = super()._generate_and_score_completions(inputs)
         if training and self.answer_markers:
-            self._mask_after_answer(inputs, output)
+            self._mask_outside_answer(inputs, output)
         if training and self.pair_advantages:
             group = 2 * self.num_generations
             advantages = pair_advantages(
@@ -244,7 +241,7 @@ class J1GRPOTrainer(GRPOTrainer):
             )
         return output
 
-    def _mask_after_answer(self, inputs, output) -> None:
+    def _mask_outside_answer(self, inputs, output) -> None:
         """Zero ``completion_mask`` after each completion's answer closing tag, in place, and (with
         ``answer_openers``) zero TRL's loss-only ``tool_mask`` before its opening tag. The thought must
         stay in ``completion_mask``: TRL builds the attention mask from it, and the answer has to be
