@@ -12,6 +12,10 @@
 # BETA (TRL's KL coefficient to the warmed-up model), TOPENT (TRL's top_entropy_quantile: the policy
 # loss only on that share of the highest-entropy completion tokens); unset, the config's values apply.
 # ANSWER_ONLY (true: --answer_only_loss, the policy loss only on the answer span, not the thought).
+# COUPLES (true: --couple_advantages, advantages within each couple of rollout k of AB and rollout k of
+# BA), CONSIST (the consistency reward mode, expected or index), INVALID_ADV (--invalid_advantage: the
+# advantage of a rollout with no verdict, which then leaves the baseline), LR_WARMUP (steps of linear
+# learning-rate warm-up, then constant).
 # THREADS sets both OMP_NUM_THREADS and MKL_NUM_THREADS (before session 10 only OMP's, and the
 # README's `export MKL_NUM_THREADS=1` kept the matrix products of "THREADS=2" runs on one core).
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
@@ -37,6 +41,8 @@ $J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.json
   --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
   --lora_last_layers ${LAYERS:-6} --num_generations $G --per_device_train_batch_size $(( 2 * G * ${PAIRS:-2} )) \
   --pair_advantages ${PAIR_ADV:-true} --stop_at_answer ${STOP:-false} ${ANSWER_ONLY:+--answer_only_loss $ANSWER_ONLY} \
+  ${COUPLES:+--couple_advantages $COUPLES} ${CONSIST:+--consistency $CONSIST} ${INVALID_ADV:+--invalid_advantage $INVALID_ADV} \
+  ${LR_WARMUP:+--lr_scheduler_type constant_with_warmup --warmup_steps $LR_WARMUP} \
   ${BETA:+--beta $BETA} ${TOPENT:+--top_entropy_quantile $TOPENT} \
   --learning_rate ${LR:-3e-4} --max_completion_length ${MAXC:-32} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \
   --save_steps 20 --report_to none ${RESUME:+--resume_from_checkpoint latest}

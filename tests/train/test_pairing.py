@@ -9,7 +9,7 @@ from accelerate.data_loader import BatchSamplerShard
 from torch.utils.data import BatchSampler
 
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
-from j1.train.trl_grpo import check_units, pair_advantages
+from j1.train.trl_grpo import check_units, couple_advantages, pair_advantages, verdict_advantages
 
 
 def shards(num_rows, G, per_device, spg, processes, seed=0, iterations=1):
@@ -118,3 +118,100 @@ def test_pair_advantages_unscorable_rows_get_zero_and_leave_the_baseline():
         pair_advantages(r, torch.ones(1), 3)
     with pytest.raises(ValueError, match="scale_rewards"):
         pair_advantages(r, torch.ones(1), 4, "median")
+
+
+def test_couple_advantages_hand_worked():
+    # One pair, G = 2, correctness only. AB: [right, right]; BA: [wrong, right].
+    # Couples (AB_0, BA_0) = (1, 0) -> [+0.5, -0.5]; (AB_1, BA_1) = (1, 1) -> [0, 0].
+    # Back in row order (AB_0, AB_1, BA_0, BA_1): [0.5, 0, -0.5, 0]. The pair group of 4 would give
+    # mean 0.75 -> [0.25, 0.25, -0.75, 0.25].
+    r = torch.tensor([[1.0], [1.0], [0.0], [1.0]])
+    assert couple_advantages(r, torch.ones(1), 2, "none").tolist() == [0.5, 0.0, -0.5, 0.0]
+    assert pair_advantages(r, torch.ones(1), 4, "none").tolist() == [0.25, 0.25, -0.75, 0.25]
+    # "group": the std (unbiased) of two values 1 apart is 1/sqrt(2); equal values give 0, not NaN.
+    got = couple_advantages(r, torch.ones(1), 2, "group")
+    assert got.tolist() == pytest.approx([0.5 / (0.5**0.5 + 1e-4), 0.0, -0.5 / (0.5**0.5 + 1e-4), 0.0], rel=1e-5)
+
+
+def test_couple_advantages_keep_pairs_apart_and_weigh_functions():
+    # Two pairs, G = 3, two functions weighted (1, 2). Totals per row:
+    # pair 0: AB [1, 3, 0], BA [3, 1, 0]   -> couples (1,3) (3,1) (0,0) -> AB [-1, 1, 0], BA [1, -1, 0]
+    # pair 1: AB [2, 2, 3], BA [0, 2, 1]   -> couples (2,0) (2,2) (3,1) -> AB [1, 0, 1], BA [-1, 0, -1]
+    totals = [1, 3, 0, 3, 1, 0, 2, 2, 3, 0, 2, 1]
+    r = torch.tensor([[t % 2, t // 2] for t in totals], dtype=torch.float)
+    got = couple_advantages(r, torch.tensor([1.0, 2.0]), 3, "none")
+    assert got.tolist() == [-1, 1, 0, 1, -1, 0, 1, 0, 1, -1, 0, -1]
+
+
+def test_couple_advantages_unscorable_and_bad_shapes():
+    nan = float("nan")
+    # Couple 0 has an unscorable BA row: baseline = the AB row alone -> 0 for both.
+    r = torch.tensor([[1.0], [1.0], [nan], [0.0]])
+    assert couple_advantages(r, torch.ones(1), 2, "none").tolist() == [0.0, 0.5, 0.0, -0.5]
+    with pytest.raises(ValueError, match="pair groups of 4"):
+        couple_advantages(torch.zeros(6, 1), torch.ones(1), 2)
+
+
+def first_shown_weight(num_generations, letters, **options):
+    """The summed advantage of the rollouts that name the first-shown response, for every way G
+    rollouts per order can answer with ``letters`` ("A", "B", "x" = no verdict). The label says the
+    first response is better, so AB is right when it names the first shown, BA when it names the
+    second. Rewards: correctness + index consistency, through the real reward functions."""
+    from itertools import product
+
+    from j1.rewards import make_reward_funcs
+
+    funcs, weights = make_reward_funcs("pav", consistency="index")
+    sums = []
+    for picks in product(letters, repeat=2 * num_generations):
+        orders = ["AB"] * num_generations + ["BA"] * num_generations
+        completions = [f"<think>t</think>\n<answer>[[{p}]]</answer>" if p != "x" else "<think>t" for p in picks]
+        kwargs = {"pair_id": ["p"] * len(picks), "order": orders, "label": ["A"] * len(picks)}
+        r = torch.tensor([f(prompts=[""] * len(picks), completions=completions, **kwargs) for f in funcs]).t()
+        valid = torch.tensor([p != "x" for p in picks])
+        advantages = verdict_advantages(r, torch.tensor(weights), valid, num_generations, **options)
+        sums.append(float(advantages[torch.tensor([p == "A" for p in picks])].sum()))
+    return sums
+
+
+@pytest.mark.parametrize("num_generations", [1, 2, 3])
+@pytest.mark.parametrize("scale", ["none", "group"])
+def test_couples_give_no_weight_to_the_position_preference(num_generations, scale):
+    # With couples, the rollouts that named the first-shown response always carry a total advantage
+    # of 0, so no step can move the position preference on its own.
+    assert max(map(abs, first_shown_weight(num_generations, "AB", couples=True, scale_rewards=scale))) < 1e-6
+    if num_generations > 1:  # pair groups do not have this property
+        assert max(map(abs, first_shown_weight(num_generations, "AB", scale_rewards=scale))) > 0.1
+
+
+@pytest.mark.parametrize("num_generations", [1, 2])
+def test_invalid_advantage_keeps_format_errors_out_of_the_position_preference(num_generations):
+    # With invalid rollouts scored 0 like wrong ones, a right verdict beside an invalid one gains:
+    # a couple (AB names the first shown, BA writes no verdict) pushes "first shown" up.
+    assert max(first_shown_weight(num_generations, "ABx", couples=True, scale_rewards="none")) >= 0.5
+    # Compared among valid rollouts only, the position preference gets no weight again.
+    sums = first_shown_weight(num_generations, "ABx", couples=True, scale_rewards="none", invalid_advantage=-1.0)
+    assert max(map(abs, sums)) < 1e-6
+
+
+def test_verdict_advantages_hand_worked():
+    w, nan = torch.ones(1), float("nan")
+    r = torch.tensor([[1.0], [0.0], [0.0], [1.0]])  # AB: right, invalid (scored 0); BA: wrong, right
+    valid = torch.tensor([True, False, True, True])
+    # Unset: exactly pair_advantages / couple_advantages.
+    assert verdict_advantages(r, w, valid, 2, scale_rewards="none").tolist() == [0.5, -0.5, -0.5, 0.5]
+    assert verdict_advantages(r, w, valid, 2, couples=True, scale_rewards="none").tolist() == [0.5, -0.5, -0.5, 0.5]
+    # Pair group, valid only: baseline mean(1, 0, 1) = 2/3 -> [1/3, -1, -2/3, 1/3].
+    got = verdict_advantages(r, w, valid, 2, scale_rewards="none", invalid_advantage=-1.0)
+    assert got.tolist() == pytest.approx([1 / 3, -1.0, -2 / 3, 1 / 3])
+    # Couples, valid only: (AB_0, BA_0) = (1, 0) -> +-0.5; (AB_1, BA_1) = (invalid, 1) -> (-1, 0).
+    got = verdict_advantages(r, w, valid, 2, couples=True, scale_rewards="none", invalid_advantage=-1.0)
+    assert got.tolist() == [0.5, -1.0, -0.5, 0.0]
+    # A group with no valid rollout: every rollout gets the invalid advantage; NaN rows stay 0.
+    none_valid = torch.zeros(4, dtype=torch.bool)
+    assert verdict_advantages(r, w, none_valid, 2, invalid_advantage=-0.5).tolist() == [-0.5] * 4
+    r2 = torch.tensor([[1.0], [nan], [0.0], [0.0]])
+    assert verdict_advantages(r2, w, torch.ones(4, dtype=torch.bool), 2, couples=True,
+                              scale_rewards="none", invalid_advantage=-1.0).tolist() == [0.5, 0.0, -0.5, 0.0]
+    with pytest.raises(ValueError, match="validity flags"):
+        verdict_advantages(r, w, valid[:3], 2)

@@ -151,6 +151,22 @@ def test_mask_to_the_answer_span_keeps_the_answer_only(tiny_model):
     assert metrics["j1/tokens_before_answer"] == [pytest.approx(before / 3)]
 
 
+def test_answer_only_loss_keeps_the_stop_after_the_answer(tiny_model):
+    from transformers import AutoTokenizer
+
+    eos = AutoTokenizer.from_pretrained(str(tiny_model)).eos_token
+    texts = [f"<think>ok</think>\n<answer>[[A]]</answer>{eos}",  # the stop right after the tag: trained
+             f"<think>ok</think>\n<answer>[[B]]</answer>\n{eos}"]  # a newline first: the tail goes, as before
+    tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts, openers={"pav": "<answer>"})
+    kept = (output["completion_mask"] * output["tool_mask"]).bool()
+    assert tok.decode(ids[0][kept[0]]) == f"<answer>[[A]]</answer>{eos}"
+    assert tok.decode(ids[1][kept[1]]).strip() == "<answer>[[B]]</answer>"
+    assert metrics["j1/tokens_after_answer"] == [pytest.approx((0 + 2) / 2)]
+    # Without answer_only_loss (stop_at_answer alone) the stop leaves the loss, as a stop string would.
+    tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts[:1])
+    assert tok.decode(ids[0][output["completion_mask"][0].bool()]).endswith("</answer>")
+
+
 def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
     out = tmp_path / "run"
     assert main([
@@ -178,3 +194,19 @@ def test_train_with_answer_only_loss_logs_the_thought_tokens(tiny_model, pair_fi
     # Before the first update the policy is the reference: a KL above 0 would mean the answer was
     # scored in another context than it was sampled in (the thought hidden from attention).
     assert step["kl"] == pytest.approx(0.0, abs=1e-4)
+
+
+def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([
+        "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+        "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+        "--max_steps", "1", "--couple_advantages", "true", "--consistency", "index", "--invalid_advantage", "-1",
+        *CPU_FLAGS,
+    ]) == 0
+    j1cfg = json.loads((out / "run.json").read_text())["config"]["j1"]
+    assert j1cfg["couple_advantages"] is True and j1cfg["consistency"] == "index"
+    with pytest.raises(SystemExit):
+        main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--pair_advantages", "false",
+              "--couple_advantages", "true"])
+    assert "--couple_advantages needs --pair_advantages true" in capsys.readouterr().err

@@ -324,6 +324,18 @@ class TrainConfig:
         metadata={"help": "Normalise advantages over all rollouts of BOTH orders of a pair (2G) instead of per "
                   "prompt (G): a position-biased judge then still gets a learning signal."},
     )
+    couple_advantages: bool = field(
+        default=False,
+        metadata={"help": "With pair_advantages: normalise each couple (rollout k of one order with rollout k of "
+                  "the other) on its own instead of all 2G rollouts of the pair. A change that only moves the "
+                  "judge's position preference then gets no weight at all; use consistency index with it."},
+    )
+    invalid_advantage: float | None = field(
+        default=None,
+        metadata={"help": "With pair_advantages: a rollout with no parseable verdict leaves its group's baseline and "
+                  "gets this advantage (e.g. -1), so verdicts are compared among valid rollouts only. Unset (the "
+                  "paper): an invalid rollout scores 0 like a wrong one, and beside it any right verdict gains."},
+    )
     stop_at_answer: bool = field(
         default=False,
         metadata={"help": "Leave out of the loss every token a rollout writes after its answer's closing tag "
@@ -334,8 +346,9 @@ class TrainConfig:
         default=False,
         metadata={"help": "Train only the answer span (opening to closing tag, e.g. <answer>[[A]]</answer>): the "
                   "thought is sampled and conditions the verdict, but its tokens leave the policy loss. "
-                  "Implies stop_at_answer; a rollout with no closed answer keeps every token in the loss. "
-                  "On the CPU runs of results/train (session 10, run 11) it lost the stop and taught no content."},
+                  "Implies stop_at_answer, but an EOS right after the closing tag stays in (untrained, the stop "
+                  "drifted away in results/train, session 10, run 11); a rollout with no closed answer keeps "
+                  "every token in the loss."},
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
@@ -371,6 +384,9 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        for name in ("couple_advantages", "invalid_advantage"):
+            if getattr(self, name) not in (None, False) and not self.pair_advantages:
+                raise ValueError(f"--{name} needs --pair_advantages true")
         if self.formulation == "pos" and self.consistency_weight:
             raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
 

@@ -27,12 +27,16 @@ def completion_text(completion: Any) -> str:
     return "".join(m.get("content") or "" for m in completion if m.get("role", "assistant") == "assistant")
 
 
+# The dataset columns a reward reads (``judge_format`` may be absent: the reward's default format).
+ROLLOUT_COLUMNS = ("pair_id", "order", "label", "judge_format")
+
+
 def rollouts_from_kwargs(completions: Sequence[Any], default_format: str, kwargs: dict) -> list[Rollout]:
     """Build Rollouts from TRL's reward kwargs; a missing column is named in the error."""
-    for key in ("pair_id", "order", "label"):
+    for key in ROLLOUT_COLUMNS[:3]:
         if key not in kwargs:
             raise KeyError(f"reward needs the dataset column {key!r} (build the dataset with j1.train.data)")
-    formats = kwargs.get("judge_format") or [default_format] * len(completions)
+    formats = [f or default_format for f in kwargs.get("judge_format") or [None] * len(completions)]
     return [
         Rollout(str(pid), str(order), str(label), completion_text(c), str(fmt))
         for c, pid, order, label, fmt in zip(

@@ -5,10 +5,12 @@
 - ``_get_train_sampler``: ``PairRepeatSampler`` keeps both prompts of a pair (AB and BA, or the two
   pointwise slots), with all their rollouts, in one generation batch on one process, so every reward
   call sees both orders (the consistency reward needs them).
-- ``_calculate_rewards``: unchanged, but keeps the gathered reward matrix for the advantage step
-  and can trace which (pair, order) rows each process rewarded (the 2-process test reads it).
+- ``_calculate_rewards``: unchanged, but keeps the gathered reward matrix (and which rollouts have
+  a parseable verdict) for the advantage step and can trace which (pair, order) rows each process rewarded (the 2-process test reads it).
 - ``_generate_and_score_completions``: with ``pair_advantages`` the advantages are recomputed over
-  the 2G rollouts of a pair instead of the G rollouts of one prompt. Why: a judge that always says
+  the 2G rollouts of a pair instead of the G rollouts of one prompt (``couple_advantages``: over each
+  couple of rollout k of one order and rollout k of the other; ``invalid_advantage``: verdicts
+  compared among valid rollouts only; see ``verdict_advantages``). Why: a judge that always says
   "A" gets all-right AB groups and all-wrong BA groups; per prompt every group has zero variance and
   zero advantage, so GRPO cannot fix the position bias. Over the pair the baseline is 0.5 and the
   biased answers get opposite signs in the two orders. With ``stop_at_answer`` it also drops from
@@ -17,11 +19,12 @@
   verdict's advantage. On the CPU runs of results/train (session 7) it only delayed the loss of the
   EOS by 2 steps: the drift there comes from the lr, not from this text. With ``answer_only_loss``
   the tokens before the answer's opening tag (the thought) leave the loss too: the thought is still
-  sampled and conditions the verdict, but only the answer is trained. Why: the supervised probe of
+  sampled and conditions the verdict, but only the answer (and an EOS right after it) is trained. Why: the supervised probe of
   results/train learns content from the verdict letter alone, while in GRPO the thought tokens (and
   the KL term that holds them) compete with that one token for the same LoRA weights. On the CPU
   (results/train, session 10, run 11) it did not teach content: the verdict collapsed onto the
-  first-shown response within 6 steps, and with nothing after the answer trained the stop was lost.
+  first-shown response within 6 steps, and with nothing after the answer trained the stop was lost
+  (hence the EOS).
 """
 
 from __future__ import annotations
@@ -34,9 +37,13 @@ from itertools import accumulate
 from pathlib import Path
 
 import torch
+from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from j1.formats import Verdict
+from j1.rewards.core import judge_rollout
+from j1.rewards.trl_funcs import ROLLOUT_COLUMNS, rollouts_from_kwargs
 from j1.schema import JsonlAppender
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
 
@@ -80,6 +87,74 @@ def pair_advantages(
     elif scale_rewards != "none":
         raise ValueError(f"scale_rewards {scale_rewards!r}: choose group, batch or none")
     return torch.nan_to_num(advantages, nan=0.0)
+
+
+def couple_advantages(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, num_generations: int, scale_rewards: str = "group"
+) -> torch.Tensor:
+    """GRPO advantages with one group per couple: rollout k of a pair's first order with rollout k of
+    its other order. Rows are laid out as ``pair_advantages`` expects (G rows of one order, then G of
+    the other, pair after pair); each couple is normalised on its own (same arithmetic, group of 2).
+
+    Why: a change of the judge that only moves its position preference (more "first shown" in both
+    orders) gets exactly zero weight from a couple. If both rollouts name the first-shown response,
+    one is right and one is wrong, so the letter is pushed up in one order and down in the other, by
+    the same amount. A couple where both are right, or both wrong, gives no signal. Over the pair's
+    2G rollouts this cancellation holds only on average, and with G = 2 the leftover noise moves the
+    position preference at every step (results/train, session 11).
+
+    >>> r = torch.tensor([[1.0], [0.0], [0.0], [1.0]])   # AB: first, second; BA: first, second
+    >>> couple_advantages(r, torch.ones(1), 2, "none").tolist()
+    [0.5, -0.5, -0.5, 0.5]
+    """
+    group = 2 * num_generations
+    n = rewards_per_func.shape[0]
+    if n % group:
+        raise ValueError(f"{n} rewards do not split into pair groups of {group}")
+    # order[j] = the row that goes to place j: AB_0, BA_0, AB_1, BA_1, ... within each pair.
+    within = torch.arange(group).view(2, num_generations).t().reshape(-1)
+    order = (torch.arange(0, n, group).unsqueeze(1) + within).reshape(-1)
+    coupled = pair_advantages(rewards_per_func[order], weights, 2, scale_rewards)
+    advantages = torch.empty_like(coupled)
+    advantages[order] = coupled
+    return advantages
+
+
+def verdict_advantages(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, valid: torch.Tensor, num_generations: int, *,
+    couples: bool = False, scale_rewards: str = "group", invalid_advantage: float | None = None,
+) -> torch.Tensor:
+    """The advantages of ``J1GRPOTrainer``: over each pair's 2G rollouts (``pair_advantages``) or over
+    its couples (``couple_advantages``).
+
+    With ``invalid_advantage`` set, a rollout with no parseable verdict (``valid`` False) leaves its
+    group's baseline and gets that advantage instead (e.g. -1). Why: with the paper's reward an
+    invalid rollout scores 0 like a wrong one, so beside it any right verdict is above the mean, and
+    the letter the judge already prefers is the one most often right in that spot: a format error
+    then trains the position preference. The verdicts are compared among valid rollouts only; a
+    valid rollout whose group has no other valid one gets 0.
+
+    >>> r = torch.tensor([[1.0], [0.0], [0.0], [0.0]])   # AB: right, invalid; BA: wrong, wrong
+    >>> valid = torch.tensor([True, False, True, True])
+    >>> verdict_advantages(r, torch.ones(1), valid, 2, couples=True, scale_rewards="none").tolist()
+    [0.5, 0.0, -0.5, 0.0]
+    >>> verdict_advantages(r, torch.ones(1), valid, 2, couples=True, scale_rewards="none",
+    ...                    invalid_advantage=-1.0).tolist()
+    [0.5, -1.0, -0.5, 0.0]
+    """
+    if valid.shape != rewards_per_func.shape[:1]:
+        raise ValueError(f"{tuple(valid.shape)} validity flags for {rewards_per_func.shape[0]} rewards")
+    valid = valid.to(rewards_per_func.device).bool()
+    if invalid_advantage is not None:
+        rewards_per_func = rewards_per_func.clone()
+        rewards_per_func[~valid] = torch.nan  # out of the baseline, advantage 0 until set below
+    if couples:
+        advantages = couple_advantages(rewards_per_func, weights, num_generations, scale_rewards)
+    else:
+        advantages = pair_advantages(rewards_per_func, weights, 2 * num_generations, scale_rewards)
+    if invalid_advantage is not None:
+        advantages[~valid] = invalid_advantage
+    return advantages
 
 
 def check_units(inputs: list[dict], num_generations: int) -> None:
@@ -173,17 +248,29 @@ def answer_markers(formulation: str, *, opening: bool = False) -> dict[str, str]
 
 class J1GRPOTrainer(GRPOTrainer):
     """GRPOTrainer with pair-keeping batches and (optionally) pair-level advantages; see the module
-    docstring. Extra arguments: ``pair_advantages`` (bool), ``reward_trace_dir`` (folder or None)
+    docstring. Extra arguments: ``pair_advantages`` (bool), ``couple_advantages`` (bool: groups of
+    one rollout per order, see ``couple_advantages``), ``invalid_advantage`` (float or None, see
+    ``verdict_advantages``), ``judge_format`` (the format of rows without a ``judge_format`` column),
+    ``reward_trace_dir`` (folder or None)
     ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
     None keeps TRL's loss on every generated token) and ``answer_openers`` (judge format name ->
     opening tag: also drop the tokens before the answer; needs ``answer_markers``)."""
 
-    def __init__(self, *args, pair_advantages: bool = True, reward_trace_dir: str | None = None,
-                 answer_markers: dict[str, str] | None = None, answer_openers: dict[str, str] | None = None,
-                 **kwargs):
+    def __init__(self, *args, pair_advantages: bool = True, couple_advantages: bool = False,
+                 invalid_advantage: float | None = None, judge_format: str = "pav",
+                 reward_trace_dir: str | None = None, answer_markers: dict[str, str] | None = None,
+                 answer_openers: dict[str, str] | None = None, **kwargs):
         if answer_openers and not answer_markers:
             raise ValueError("answer_openers needs answer_markers (the answer span ends at the closing tag)")
+        if couple_advantages and not pair_advantages:
+            raise ValueError("couple_advantages needs pair_advantages (couples are drawn from a pair's two orders)")
+        if invalid_advantage is not None and not pair_advantages:
+            raise ValueError("invalid_advantage needs pair_advantages (it changes the pair-level advantages)")
         self.pair_advantages = pair_advantages
+        self.couple_advantages = couple_advantages
+        self.invalid_advantage = invalid_advantage
+        self.judge_format = judge_format
+        self._j1_valid: torch.Tensor | None = None
         self.reward_trace_dir = reward_trace_dir
         self.answer_markers = answer_markers
         self.answer_openers = answer_openers
@@ -216,6 +303,10 @@ class J1GRPOTrainer(GRPOTrainer):
             })
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._j1_rewards_per_func = rewards
+        if self.pair_advantages:  # every process's validity flags, in the gathered rewards' row order
+            valid = [j.verdict is not Verdict.INVALID for j in map(judge_rollout, rollouts_from_kwargs(
+                completions, self.judge_format, {k: [r.get(k) for r in inputs] for k in ROLLOUT_COLUMNS}))]
+            self._j1_valid = gather(torch.tensor(valid, dtype=torch.float32, device=rewards.device)).bool()
         return rewards
 
     def _generate_and_score_completions(self, inputs):
@@ -227,8 +318,10 @@ class J1GRPOTrainer(GRPOTrainer):
             self._mask_outside_answer(inputs, output)
         if training and self.pair_advantages:
             group = 2 * self.num_generations
-            advantages = pair_advantages(
-                self._j1_rewards_per_func, self.reward_weights, group, self.scale_rewards
+            advantages = verdict_advantages(
+                self._j1_rewards_per_func, self.reward_weights, self._j1_valid, self.num_generations,
+                couples=self.couple_advantages, scale_rewards=self.scale_rewards,
+                invalid_advantage=self.invalid_advantage,
             )
             rank, n = self.accelerator.process_index, len(inputs)
             output["advantages"] = advantages[rank * n : (rank + 1) * n].to(output["advantages"].device)
@@ -243,7 +336,8 @@ class J1GRPOTrainer(GRPOTrainer):
 
     def _mask_outside_answer(self, inputs, output) -> None:
         """Zero ``completion_mask`` after each completion's answer closing tag, in place, and (with
-        ``answer_openers``) zero TRL's loss-only ``tool_mask`` before its opening tag. The thought must
+        ``answer_openers``) zero TRL's loss-only ``tool_mask`` before its opening tag; with
+        ``answer_openers`` an EOS right after the closing tag stays in, as part of the answer. The thought must
         stay in ``completion_mask``: TRL builds the attention mask from it, and the answer has to be
         scored in the context it was sampled in (the tokens after the answer can go, attention being
         causal). A completion with no closed answer keeps every token: it is invalid, and its negative
@@ -251,10 +345,15 @@ class J1GRPOTrainer(GRPOTrainer):
         ids, mask = output["completion_ids"], output["completion_mask"]
         loss_mask = output["tool_mask"] if "tool_mask" in output else torch.ones_like(mask)
         dropped, before = [], []
+        eos = self.processing_class.eos_token_id
         for i, row in enumerate(inputs):
             n = int(mask[i].sum())
             pieces = [self.processing_class.decode([t]) for t in ids[i, :n].tolist()]
             end = answer_end(pieces, self.answer_markers[row["judge_format"]])
+            if self.answer_openers and end is not None and end < n and ids[i, end] == eos:
+                # The stop belongs to the answer: left out, nothing trains it and it drifts away
+                # (session 10, run 11: 95-100% of completions capped within 11 steps).
+                end += 1
             if end is not None and end < n:
                 mask[i, end:n] = 0
             dropped.append(0 if end is None else n - end)
@@ -385,6 +484,9 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks,
                    *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
         pair_advantages=j1cfg.pair_advantages,
+        couple_advantages=j1cfg.couple_advantages,
+        invalid_advantage=j1cfg.invalid_advantage,
+        judge_format="pas" if j1cfg.formulation == "multitask" else j1cfg.formulation,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
         answer_markers=(answer_markers(j1cfg.formulation)
                         if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
