@@ -213,5 +213,8 @@ def test_verdict_advantages_hand_worked():
     r2 = torch.tensor([[1.0], [nan], [0.0], [0.0]])
     assert verdict_advantages(r2, w, torch.ones(4, dtype=torch.bool), 2, couples=True,
                               scale_rewards="none", invalid_advantage=-1.0).tolist() == [0.5, 0.0, -0.5, 0.0]
-    with pytest.raises(ValueError, match="validity flags"):
-        verdict_advantages(r, w, valid[:3], 2)
+    with pytest.raises(ValueError, match="one validity flag per reward row"):
+        verdict_advantages(r, w, valid[:3], 2, invalid_advantage=-1.0)
+    with pytest.raises(ValueError, match="one validity flag per reward row"):
+        verdict_advantages(r, w, None, 2, invalid_advantage=-1.0)
+    assert verdict_advantages(r, w, None, 2, scale_rewards="none").tolist() == [0.5, -0.5, -0.5, 0.5]

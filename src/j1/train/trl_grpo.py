@@ -5,8 +5,9 @@
 - ``_get_train_sampler``: ``PairRepeatSampler`` keeps both prompts of a pair (AB and BA, or the two
   pointwise slots), with all their rollouts, in one generation batch on one process, so every reward
   call sees both orders (the consistency reward needs them).
-- ``_calculate_rewards``: unchanged, but keeps the gathered reward matrix (and which rollouts have
-  a parseable verdict) for the advantage step and can trace which (pair, order) rows each process rewarded (the 2-process test reads it).
+- ``_calculate_rewards``: unchanged, but keeps the gathered reward matrix (and, for
+  ``invalid_advantage``, which rollouts have a parseable verdict) for the advantage step, and can
+  trace which (pair, order) rows each process rewarded (the 2-process test reads it).
 - ``_generate_and_score_completions``: with ``pair_advantages`` the advantages are recomputed over
   the 2G rollouts of a pair instead of the G rollouts of one prompt (``couple_advantages``: over each
   couple of rollout k of one order and rollout k of the other; ``invalid_advantage``: verdicts
@@ -19,8 +20,8 @@
   verdict's advantage. On the CPU runs of results/train (session 7) it only delayed the loss of the
   EOS by 2 steps: the drift there comes from the lr, not from this text. With ``answer_only_loss``
   the tokens before the answer's opening tag (the thought) leave the loss too: the thought is still
-  sampled and conditions the verdict, but only the answer (and an EOS right after it) is trained. Why: the supervised probe of
-  results/train learns content from the verdict letter alone, while in GRPO the thought tokens (and
+  sampled and conditions the verdict, but only the answer (and an EOS right after it) is trained.
+  Why: the supervised probe of results/train learns content from the verdict letter alone, while in GRPO the thought tokens (and
   the KL term that holds them) compete with that one token for the same LoRA weights. On the CPU
   (results/train, session 10, run 11) it did not teach content: the verdict collapsed onto the
   first-shown response within 6 steps, and with nothing after the answer trained the stop was lost
@@ -100,8 +101,9 @@ def couple_advantages(
     orders) gets exactly zero weight from a couple. If both rollouts name the first-shown response,
     one is right and one is wrong, so the letter is pushed up in one order and down in the other, by
     the same amount. A couple where both are right, or both wrong, gives no signal. Over the pair's
-    2G rollouts this cancellation holds only on average, and with G = 2 the leftover noise moves the
-    position preference at every step (results/train, session 11).
+    2G rollouts this cancellation holds only on average. It is no restoring force: on the CPU
+    (results/train, session 11, run 13) the position preference still drifted, because an update
+    made in one context also moves the others.
 
     >>> r = torch.tensor([[1.0], [0.0], [0.0], [1.0]])   # AB: first, second; BA: first, second
     >>> couple_advantages(r, torch.ones(1), 2, "none").tolist()
@@ -121,7 +123,7 @@ def couple_advantages(
 
 
 def verdict_advantages(
-    rewards_per_func: torch.Tensor, weights: torch.Tensor, valid: torch.Tensor, num_generations: int, *,
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, valid: torch.Tensor | None, num_generations: int, *,
     couples: bool = False, scale_rewards: str = "group", invalid_advantage: float | None = None,
 ) -> torch.Tensor:
     """The advantages of ``J1GRPOTrainer``: over each pair's 2G rollouts (``pair_advantages``) or over
@@ -132,7 +134,7 @@ def verdict_advantages(
     invalid rollout scores 0 like a wrong one, so beside it any right verdict is above the mean, and
     the letter the judge already prefers is the one most often right in that spot: a format error
     then trains the position preference. The verdicts are compared among valid rollouts only; a
-    valid rollout whose group has no other valid one gets 0.
+    valid rollout whose group has no other valid one gets 0. ``valid`` is read only then.
 
     >>> r = torch.tensor([[1.0], [0.0], [0.0], [0.0]])   # AB: right, invalid; BA: wrong, wrong
     >>> valid = torch.tensor([True, False, True, True])
@@ -142,10 +144,12 @@ def verdict_advantages(
     ...                    invalid_advantage=-1.0).tolist()
     [0.5, -1.0, -0.5, 0.0]
     """
-    if valid.shape != rewards_per_func.shape[:1]:
-        raise ValueError(f"{tuple(valid.shape)} validity flags for {rewards_per_func.shape[0]} rewards")
-    valid = valid.to(rewards_per_func.device).bool()
     if invalid_advantage is not None:
+        if valid is None or valid.shape != rewards_per_func.shape[:1]:
+            shape = None if valid is None else tuple(valid.shape)
+            raise ValueError(f"invalid_advantage needs one validity flag per reward row: {shape} for "
+                             f"{rewards_per_func.shape[0]} rows")
+        valid = valid.to(rewards_per_func.device).bool()
         rewards_per_func = rewards_per_func.clone()
         rewards_per_func[~valid] = torch.nan  # out of the baseline, advantage 0 until set below
     if couples:
@@ -303,7 +307,7 @@ class J1GRPOTrainer(GRPOTrainer):
             })
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._j1_rewards_per_func = rewards
-        if self.pair_advantages:  # every process's validity flags, in the gathered rewards' row order
+        if self.invalid_advantage is not None:  # every process's validity flags, in the gathered rows' order
             valid = [j.verdict is not Verdict.INVALID for j in map(judge_rollout, rollouts_from_kwargs(
                 completions, self.judge_format, {k: [r.get(k) for r in inputs] for k in ROLLOUT_COLUMNS}))]
             self._j1_valid = gather(torch.tensor(valid, dtype=torch.float32, device=rewards.device)).bool()
@@ -486,7 +490,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         pair_advantages=j1cfg.pair_advantages,
         couple_advantages=j1cfg.couple_advantages,
         invalid_advantage=j1cfg.invalid_advantage,
-        judge_format="pas" if j1cfg.formulation == "multitask" else j1cfg.formulation,
+        judge_format=funcs[0].default_format,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
         answer_markers=(answer_markers(j1cfg.formulation)
                         if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
