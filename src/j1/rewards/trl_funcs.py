@@ -36,7 +36,7 @@ def rollouts_from_kwargs(completions: Sequence[Any], default_format: str, kwargs
     for key in ROLLOUT_COLUMNS[:3]:
         if key not in kwargs:
             raise KeyError(f"reward needs the dataset column {key!r} (build the dataset with j1.train.data)")
-    formats = [f or default_format for f in kwargs.get("judge_format") or [None] * len(completions)]
+    formats = kwargs.get("judge_format") or [default_format] * len(completions)
     return [
         Rollout(str(pid), str(order), str(label), completion_text(c), str(fmt))
         for c, pid, order, label, fmt in zip(

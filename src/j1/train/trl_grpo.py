@@ -42,8 +42,7 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
-from j1.formats import Verdict
-from j1.rewards.core import judge_rollout
+from j1.rewards.core import format_reward
 from j1.rewards.trl_funcs import ROLLOUT_COLUMNS, rollouts_from_kwargs
 from j1.schema import JsonlAppender
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
@@ -254,14 +253,13 @@ class J1GRPOTrainer(GRPOTrainer):
     """GRPOTrainer with pair-keeping batches and (optionally) pair-level advantages; see the module
     docstring. Extra arguments: ``pair_advantages`` (bool), ``couple_advantages`` (bool: groups of
     one rollout per order, see ``couple_advantages``), ``invalid_advantage`` (float or None, see
-    ``verdict_advantages``), ``judge_format`` (the format of rows without a ``judge_format`` column),
-    ``reward_trace_dir`` (folder or None)
+    ``verdict_advantages``), ``reward_trace_dir`` (folder or None)
     ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
     None keeps TRL's loss on every generated token) and ``answer_openers`` (judge format name ->
     opening tag: also drop the tokens before the answer; needs ``answer_markers``)."""
 
     def __init__(self, *args, pair_advantages: bool = True, couple_advantages: bool = False,
-                 invalid_advantage: float | None = None, judge_format: str = "pav",
+                 invalid_advantage: float | None = None,
                  reward_trace_dir: str | None = None, answer_markers: dict[str, str] | None = None,
                  answer_openers: dict[str, str] | None = None, **kwargs):
         if answer_openers and not answer_markers:
@@ -273,7 +271,6 @@ class J1GRPOTrainer(GRPOTrainer):
         self.pair_advantages = pair_advantages
         self.couple_advantages = couple_advantages
         self.invalid_advantage = invalid_advantage
-        self.judge_format = judge_format
         self._j1_valid: torch.Tensor | None = None
         self.reward_trace_dir = reward_trace_dir
         self.answer_markers = answer_markers
@@ -308,9 +305,9 @@ class J1GRPOTrainer(GRPOTrainer):
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._j1_rewards_per_func = rewards
         if self.invalid_advantage is not None:  # every process's validity flags, in the gathered rows' order
-            valid = [j.verdict is not Verdict.INVALID for j in map(judge_rollout, rollouts_from_kwargs(
-                completions, self.judge_format, {k: [r.get(k) for r in inputs] for k in ROLLOUT_COLUMNS}))]
-            self._j1_valid = gather(torch.tensor(valid, dtype=torch.float32, device=rewards.device)).bool()
+            # Training rows carry every column (j1.train.data), judge_format included.
+            rollouts = rollouts_from_kwargs(completions, "", {k: [r[k] for r in inputs] for k in ROLLOUT_COLUMNS})
+            self._j1_valid = gather(torch.tensor(format_reward(rollouts), device=rewards.device)).bool()
         return rewards
 
     def _generate_and_score_completions(self, inputs):
@@ -341,11 +338,11 @@ class J1GRPOTrainer(GRPOTrainer):
     def _mask_outside_answer(self, inputs, output) -> None:
         """Zero ``completion_mask`` after each completion's answer closing tag, in place, and (with
         ``answer_openers``) zero TRL's loss-only ``tool_mask`` before its opening tag; with
-        ``answer_openers`` an EOS right after the closing tag stays in, as part of the answer. The thought must
-        stay in ``completion_mask``: TRL builds the attention mask from it, and the answer has to be
-        scored in the context it was sampled in (the tokens after the answer can go, attention being
-        causal). A completion with no closed answer keeps every token: it is invalid, and its negative
-        advantage is what teaches the format."""
+        ``answer_openers`` an EOS right after the closing tag stays in, as part of the answer. The
+        thought must stay in ``completion_mask``: TRL builds the attention mask from it, and the answer
+        has to be scored in the context it was sampled in (the tokens after the answer can go,
+        attention being causal). A completion with no closed answer keeps every token: it is invalid,
+        and its negative advantage is what teaches the format."""
         ids, mask = output["completion_ids"], output["completion_mask"]
         loss_mask = output["tool_mask"] if "tool_mask" in output else torch.ones_like(mask)
         dropped, before = [], []
@@ -490,7 +487,6 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         pair_advantages=j1cfg.pair_advantages,
         couple_advantages=j1cfg.couple_advantages,
         invalid_advantage=j1cfg.invalid_advantage,
-        judge_format=funcs[0].default_format,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
         answer_markers=(answer_markers(j1cfg.formulation)
                         if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
