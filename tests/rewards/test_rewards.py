@@ -17,6 +17,7 @@ from j1.rewards import (
     make_reward_funcs,
     score_rollouts,
 )
+from j1.rewards.core import shown_positions
 
 A = "<think>compare</think><answer>[[A]]</answer>"
 B = "<think>compare</think><answer>[[B]]</answer>"
@@ -289,3 +290,26 @@ def test_batch_metrics_hand_worked():
 def test_batch_metrics_empty_raises():
     with pytest.raises(ValueError, match="empty"):
         batch_metrics([], [], [])
+
+
+# Which shown position a verdict names: +1 first shown, -1 second shown, 0 none. The ORDER does not
+# matter (it is the position as shown); ties, invalid output and pointwise rollouts name none.
+SHOWN_POSITION_CASES = [
+    ("pav", "AB", A, 1.0),
+    ("pav", "BA", A, 1.0),
+    ("pav", "AB", B, -1.0),
+    ("pav", "BA", B, -1.0),
+    ("pav", "AB", BAD, 0.0),
+    ("pav", "AB", "<think>t</think><answer>[[C]]</answer>", 0.0),
+    ("pas", "AB", S(7, 3), 1.0),
+    ("pas", "BA", S(2, 9), -1.0),
+    ("pas", "AB", S(5, 5), 0.0),  # equal scores: a tie
+    ("pavs", "BA", S(2, 9, "A"), 1.0),  # the answer tag decides, as for the reward
+    ("pos", "A", P(9), 0.0),
+    ("pos", "B", P(1), 0.0),
+]
+
+
+@pytest.mark.parametrize("fmt,order,text,expected", SHOWN_POSITION_CASES)
+def test_shown_positions(fmt, order, text, expected):
+    assert shown_positions([Rollout("p", order, "A", text, fmt)]) == [expected]

@@ -3,13 +3,22 @@ geometry check, the unit check and pair-level advantages (hand-worked)."""
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import pytest
 import torch
 from accelerate.data_loader import BatchSamplerShard
 from torch.utils.data import BatchSampler
 
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
-from j1.train.trl_grpo import check_units, couple_advantages, pair_advantages, verdict_advantages
+from j1.train.trl_grpo import (
+    check_units,
+    couple_advantages,
+    pair_advantages,
+    position_balance_advantages,
+    verdict_advantages,
+)
 
 
 def shards(num_rows, G, per_device, spg, processes, seed=0, iterations=1):
@@ -218,3 +227,51 @@ def test_verdict_advantages_hand_worked():
     with pytest.raises(ValueError, match="one validity flag per reward row"):
         verdict_advantages(r, w, None, 2, invalid_advantage=-1.0)
     assert verdict_advantages(r, w, None, 2, scale_rewards="none").tolist() == [0.5, -0.5, -0.5, 0.5]
+
+
+# Positions: +1 first shown, -1 second shown, 0 none. Rollout i gets -strength x (mean position of the
+# OTHER rollouts that name one) x its own position.
+BALANCE_CASES = [
+    # all +1: every other mean is +1 -> -1 each
+    ([1, 1, 1, 1], 1.0, [-1, -1, -1, -1]),
+    # even split: the others of a +1 are (+1, -1, -1) -> mean -1/3 -> +1/3; those of a -1 are
+    # (+1, +1, -1) -> +1/3 -> +1/3 too: every rollout gets the same, so no push on the preference
+    ([1, 1, -1, -1], 1.0, [1 / 3, 1 / 3, 1 / 3, 1 / 3]),
+    # three +1, one -1: a +1 sees (+1, +1, -1) -> 1/3 -> -1/3; the -1 sees all +1 -> +1
+    ([1, 1, 1, -1], 1.0, [-1 / 3, -1 / 3, -1 / 3, 1.0]),
+    # zeros are not counted and get 0: a +1 sees (+1, -1) -> 0; the -1 sees (+1, +1) -> +2 x 1
+    ([1, 0, 1, -1], 2.0, [0.0, 0.0, 0.0, 2.0]),
+    # a lone position has no others -> 0; no positions -> 0
+    ([0, 1, 0], 1.0, [0.0, 0.0, 0.0]),
+    ([0, 0], 1.0, [0.0, 0.0]),
+    # strength 0: off
+    ([1, 1, -1], 0.0, [0.0, 0.0, 0.0]),
+]
+
+
+@pytest.mark.parametrize("positions,strength,expected", BALANCE_CASES)
+def test_position_balance_hand_worked(positions, strength, expected):
+    got = position_balance_advantages(torch.tensor(positions, dtype=torch.float), strength)
+    assert got.tolist() == pytest.approx(expected)
+
+
+def test_position_balance_rejects_negative_strength():
+    with pytest.raises(ValueError, match="must be >= 0"):
+        position_balance_advantages(torch.ones(2), -0.5)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.8, 0.97])
+@pytest.mark.parametrize("strength", [0.5, 1.0])
+def test_position_balance_is_the_gradient_of_a_penalty_on_the_imbalance(n, q, strength):
+    # n independent valid rollouts, each naming the first-shown response with probability q = sigmoid(t).
+    # Over every outcome, the expected policy gradient on t, E[sum_i b_i d/dt log p(s_i)], must be the
+    # derivative of n x (-strength/2) (2q - 1)^2, i.e. -n strength (2q - 1) 2q(1 - q): a pull back to
+    # q = 1/2 and nowhere else. (Leave-one-out makes b_i independent of s_i; with s_i in its own mean the
+    # expectation would be biased.)
+    expected_grad = 0.0
+    for outcome in itertools.product((1.0, -1.0), repeat=n):
+        prob = math.prod(q if s > 0 else 1 - q for s in outcome)
+        b = position_balance_advantages(torch.tensor(outcome), strength).tolist()
+        expected_grad += prob * sum(bi * ((1 - q) if s > 0 else -q) for bi, s in zip(b, outcome, strict=True))
+    assert expected_grad == pytest.approx(-n * strength * (2 * q - 1) * 2 * q * (1 - q), abs=1e-9)

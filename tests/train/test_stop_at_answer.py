@@ -202,10 +202,21 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
         "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
         "--max_steps", "1", "--couple_advantages", "true", "--consistency", "index", "--invalid_advantage", "-1",
-        *CPU_FLAGS,
+        "--position_balance", "1", *CPU_FLAGS,
     ]) == 0
     j1cfg = json.loads((out / "run.json").read_text())["config"]["j1"]
-    assert j1cfg["couple_advantages"] is True and j1cfg["consistency"] == "index"
+    assert j1cfg["couple_advantages"] is True and j1cfg["consistency"] == "index" and j1cfg["position_balance"] == 1.0
+    step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
+    # The batch's mean named position is logged, and agrees with its share of first-shown verdicts.
+    if "j1/shown_A_share" in step:
+        assert step["j1/position_imbalance"] == pytest.approx(2 * step["j1/shown_A_share"] - 1, abs=1e-4)
+    else:  # no valid verdict in the batch
+        assert step["j1/position_imbalance"] == 0.0
+    for flags, message in ((["--position_balance", "-1"], "--position_balance -1.0: must be >= 0"),
+                           (["--formulation", "pos", "--position_balance", "1"], "pos verdicts name no position")):
+        with pytest.raises(SystemExit):
+            main(["train", "--train_file", str(pair_file), "--output_dir", str(out), *flags])
+        assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--pair_advantages", "false",
               "--couple_advantages", "true"])

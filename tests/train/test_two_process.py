@@ -34,8 +34,10 @@ def test_two_processes_keep_pairs_together(tiny_model, tmp_path):
         # generation batch of 12 rows = 4 prompts = 2 pairs per process per optimizer step
         "--num_generations", "3", "--per_device_train_batch_size", "6", "--gradient_accumulation_steps", "2",
         "--max_completion_length", "6", "--max_steps", "4", "--save_strategy", "no", "--reward_trace", "true",
-        # couples + invalid_advantage: the validity flags are gathered from both processes too
+        # couples + invalid_advantage + position_balance: the validity flags and named positions are
+        # gathered from both processes too
         "--formulation", "pavs", "--consistency", "index", "--couple_advantages", "true", "--invalid_advantage", "-1",
+        "--position_balance", "1",
         *CPU_FLAGS,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -336,6 +336,12 @@ class TrainConfig:
                   "gets this advantage (e.g. -1), so verdicts are compared among valid rollouts only. Unset (the "
                   "paper): an invalid rollout scores 0 like a wrong one, and beside it any right verdict gains."},
     )
+    position_balance: float = field(
+        default=0.0,
+        metadata={"help": "Add to each verdict's advantage -X times the mean position named by the batch's other "
+                  "verdicts (+1 first-shown, -1 second-shown), signed by its own: a restoring force that pulls the "
+                  "position preference back to even, which the paper's rewards leave flat. 0 (default) = off."},
+    )
     stop_at_answer: bool = field(
         default=False,
         metadata={"help": "Leave out of the loss every token a rollout writes after its answer's closing tag "
@@ -387,6 +393,10 @@ class TrainConfig:
         for name in ("couple_advantages", "invalid_advantage"):
             if getattr(self, name) not in (None, False) and not self.pair_advantages:
                 raise ValueError(f"--{name} needs --pair_advantages true")
+        if self.position_balance < 0:
+            raise ValueError(f"--position_balance {self.position_balance}: must be >= 0")
+        if self.position_balance and self.formulation == "pos":
+            raise ValueError("--position_balance: pos verdicts name no position; use a pairwise formulation")
         if self.formulation == "pos" and self.consistency_weight:
             raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
 

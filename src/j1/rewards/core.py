@@ -170,6 +170,20 @@ def _pointwise_rank(r: Rollout, j: Judged, others: list[Judged], k: int, mode: s
     return 1.0 if j.score < other else 0.0
 
 
+def shown_positions(rollouts: Sequence[Rollout], judged: Sequence[Judged] | None = None) -> list[float]:
+    """Which shown position each pairwise verdict names: +1 the response shown first, -1 the one shown
+    second, 0 for a tie, an invalid output or a pointwise rollout (no position to prefer).
+
+    >>> shown_positions([Rollout("p", o, "A", f"<think>x</think><answer>[[{v}]]</answer>", "pav")
+    ...                  for o, v in (("AB", "A"), ("BA", "A"), ("BA", "B"), ("AB", "C"))])
+    [1.0, 1.0, -1.0, 0.0]
+    """
+    judged = judged if judged is not None else [judge_rollout(r) for r in rollouts]
+    sign = {Verdict.A: 1.0, Verdict.B: -1.0}
+    return [sign.get(j.shown_verdict, 0.0) if get_format(r.format).pairwise else 0.0
+            for r, j in zip(rollouts, judged, strict=True)]
+
+
 def format_reward(rollouts: Sequence[Rollout], judged: Sequence[Judged] | None = None) -> list[float]:
     """1 for a completion its format parses, else 0 (the optional ablation reward).
 

@@ -6,7 +6,8 @@
   pointwise slots), with all their rollouts, in one generation batch on one process, so every reward
   call sees both orders (the consistency reward needs them).
 - ``_calculate_rewards``: unchanged, but keeps the gathered reward matrix (and, for
-  ``invalid_advantage``, which rollouts have a parseable verdict) for the advantage step, and can
+  ``invalid_advantage``, which rollouts have a parseable verdict; for ``position_balance``, which
+  shown position each verdict names) for the advantage step, and can
   trace which (pair, order) rows each process rewarded (the 2-process test reads it).
 - ``_generate_and_score_completions``: with ``pair_advantages`` the advantages are recomputed over
   the 2G rollouts of a pair instead of the G rollouts of one prompt (``couple_advantages``: over each
@@ -14,7 +15,9 @@
   compared among valid rollouts only; see ``verdict_advantages``). Why: a judge that always says
   "A" gets all-right AB groups and all-wrong BA groups; per prompt every group has zero variance and
   zero advantage, so GRPO cannot fix the position bias. Over the pair the baseline is 0.5 and the
-  biased answers get opposite signs in the two orders. With ``stop_at_answer`` it also drops from
+  biased answers get opposite signs in the two orders. With ``position_balance`` every advantage
+  (pair-level or TRL's own) gets a restoring force on the position preference added, see
+  ``position_balance_advantages``. With ``stop_at_answer`` it also drops from
   the loss every token after the answer's closing tag (``</answer>`` for pav), as a stop string
   would. Otherwise, a judge that keeps writing after its verdict has that text trained with the
   verdict's advantage. On the CPU runs of results/train (session 7) it only delayed the loss of the
@@ -42,7 +45,7 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
-from j1.rewards.core import format_reward
+from j1.rewards.core import format_reward, judge_rollout, shown_positions
 from j1.rewards.trl_funcs import ROLLOUT_COLUMNS, rollouts_from_kwargs
 from j1.schema import JsonlAppender
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
@@ -160,6 +163,35 @@ def verdict_advantages(
     return advantages
 
 
+def position_balance_advantages(positions: torch.Tensor, strength: float) -> torch.Tensor:
+    """An extra advantage that pulls the judge's position preference back to even.
+
+    ``positions`` holds +1 (the verdict names the first-shown response), -1 (the second-shown) or 0
+    (no position: invalid, tie, pointwise) for every rollout of a generation batch. Rollout i gets
+    ``-strength * m_i * s_i``, where ``m_i`` is the mean position of the OTHER rollouts that name one
+    (leave-one-out; 0 if there are none). So when most verdicts name the first-shown response, the
+    ones that name it are pushed down and the others up, in proportion to the imbalance.
+
+    Why: the paper's rewards, pair groups and couples are all flat along the position preference (a
+    judge that names the first-shown response with probability q scores the same for every q when it
+    does not read the content). Nothing pulls q back, so on the CPU runs of results/train (sessions
+    7-11) it did a random walk to 0 or 1, where the verdict's learning signal q(1 - q) vanishes.
+    Leaving rollout i out of its own m_i makes m_i independent of s_i, so the expected update is the
+    gradient of ``-strength/2 * (2q - 1)^2``: a restoring force along the position preference only,
+    zero at q = 1/2, and none along the content (which verdict is right).
+
+    >>> position_balance_advantages(torch.tensor([1.0, 1.0, 1.0, -1.0, 0.0]), 1.0).tolist()
+    [-0.3333333432674408, -0.3333333432674408, -0.3333333432674408, 1.0, 0.0]
+    """
+    if strength < 0:
+        raise ValueError(f"position balance strength {strength}: must be >= 0")
+    positions = positions.float()
+    named = (positions != 0).float()
+    others = named.sum() - named  # how many other rollouts name a position
+    others_mean = torch.where(others > 0, (positions.sum() - positions) / others.clamp(min=1), 0.0)
+    return torch.where(named > 0, -strength * others_mean * positions, 0.0)
+
+
 def check_units(inputs: list[dict], num_generations: int) -> None:
     """Raise RuntimeError unless ``inputs`` is a sequence of whole pair units: G rows of one order
     (or slot) of a pair, then G rows of its other order. A failure means the sampler was bypassed."""
@@ -253,13 +285,14 @@ class J1GRPOTrainer(GRPOTrainer):
     """GRPOTrainer with pair-keeping batches and (optionally) pair-level advantages; see the module
     docstring. Extra arguments: ``pair_advantages`` (bool), ``couple_advantages`` (bool: groups of
     one rollout per order, see ``couple_advantages``), ``invalid_advantage`` (float or None, see
-    ``verdict_advantages``), ``reward_trace_dir`` (folder or None)
+    ``verdict_advantages``), ``position_balance`` (float, 0 = off: see
+    ``position_balance_advantages``), ``reward_trace_dir`` (folder or None)
     ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
     None keeps TRL's loss on every generated token) and ``answer_openers`` (judge format name ->
     opening tag: also drop the tokens before the answer; needs ``answer_markers``)."""
 
     def __init__(self, *args, pair_advantages: bool = True, couple_advantages: bool = False,
-                 invalid_advantage: float | None = None,
+                 invalid_advantage: float | None = None, position_balance: float = 0.0,
                  reward_trace_dir: str | None = None, answer_markers: dict[str, str] | None = None,
                  answer_openers: dict[str, str] | None = None, **kwargs):
         if answer_openers and not answer_markers:
@@ -271,7 +304,11 @@ class J1GRPOTrainer(GRPOTrainer):
         self.pair_advantages = pair_advantages
         self.couple_advantages = couple_advantages
         self.invalid_advantage = invalid_advantage
+        if position_balance < 0:
+            raise ValueError(f"position_balance {position_balance}: must be >= 0")
+        self.position_balance = position_balance
         self._j1_valid: torch.Tensor | None = None
+        self._j1_positions: torch.Tensor | None = None
         self.reward_trace_dir = reward_trace_dir
         self.answer_markers = answer_markers
         self.answer_openers = answer_openers
@@ -304,10 +341,15 @@ class J1GRPOTrainer(GRPOTrainer):
             })
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._j1_rewards_per_func = rewards
-        if self.invalid_advantage is not None:  # every process's validity flags, in the gathered rows' order
+        if self.invalid_advantage is not None or self.position_balance:
             # Training rows carry every column (j1.train.data), judge_format included.
             rollouts = rollouts_from_kwargs(completions, "", {k: [r[k] for r in inputs] for k in ROLLOUT_COLUMNS})
-            self._j1_valid = gather(torch.tensor(format_reward(rollouts), device=rewards.device)).bool()
+            judged = [judge_rollout(r) for r in rollouts]
+            # Every process's flags, in the gathered rows' order (the rewards' order).
+            if self.invalid_advantage is not None:
+                self._j1_valid = gather(torch.tensor(format_reward(rollouts, judged), device=rewards.device)).bool()
+            if self.position_balance:
+                self._j1_positions = gather(torch.tensor(shown_positions(rollouts, judged), device=rewards.device))
         return rewards
 
     def _generate_and_score_completions(self, inputs):
@@ -333,6 +375,14 @@ class J1GRPOTrainer(GRPOTrainer):
             self._metrics["train"]["j1/pair_frac_reward_zero_std"].append(
                 torch.isclose(zero_std, torch.zeros_like(zero_std)).float().mean().item()
             )
+        if training and self.position_balance:
+            positions = self._j1_positions
+            balance = position_balance_advantages(positions, self.position_balance)
+            rank, n = self.accelerator.process_index, len(inputs)
+            output["advantages"] = output["advantages"] + balance[rank * n : (rank + 1) * n].to(output["advantages"].device)
+            named = positions[positions != 0]
+            # Mean position of the batch's verdicts: +1 all first-shown, -1 all second-shown.
+            self._metrics["train"]["j1/position_imbalance"].append(named.mean().item() if len(named) else 0.0)
         return output
 
     def _mask_outside_answer(self, inputs, output) -> None:
@@ -487,6 +537,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         pair_advantages=j1cfg.pair_advantages,
         couple_advantages=j1cfg.couple_advantages,
         invalid_advantage=j1cfg.invalid_advantage,
+        position_balance=j1cfg.position_balance,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
         answer_markers=(answer_markers(j1cfg.formulation)
                         if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
