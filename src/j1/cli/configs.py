@@ -354,7 +354,8 @@ class TrainConfig:
                   "thought is sampled and conditions the verdict, but its tokens leave the policy loss. "
                   "Implies stop_at_answer, but an EOS right after the closing tag stays in (untrained, the stop "
                   "drifted away in results/train, session 10, run 11); a rollout with no closed answer keeps "
-                  "every token in the loss."},
+                  "every token in the loss. The text after the answer is not held: in run 14 (211 steps) it "
+                  "grew into a second answer block, which is invalid."},
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
