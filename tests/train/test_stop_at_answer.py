@@ -19,6 +19,7 @@ from j1.train.trl_grpo import (
     answer_markers,
     answer_open,
     answer_start,
+    stop_advantages,
 )
 
 
@@ -99,7 +100,7 @@ def test_openers_need_closers():
         J1GRPOTrainer(answer_openers={"pav": "<answer>"})
 
 
-def mask_completions(model_dir, texts, openers=None):
+def mask_completions(model_dir, texts, openers=None, stop_advantage=None):
     """Run ``_mask_outside_answer`` on ``texts`` as TRL lays out completions (right-padded), on a trainer
     holding only the masking state (no model). Returns (tokenizer, token ids per text, ids, output, metrics)."""
     from transformers import AutoTokenizer
@@ -115,6 +116,7 @@ def mask_completions(model_dir, texts, openers=None):
     trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)
     trainer.processing_class, trainer.answer_markers, trainer.answer_openers = tok, {"pav": "</answer>"}, openers
     trainer._metrics = {"train": defaultdict(list)}
+    trainer.stop_advantage = stop_advantage
     output = {"completion_ids": ids, "completion_mask": mask.clone()}
     trainer._mask_outside_answer([{"judge_format": "pav"}] * len(texts), output)
     return tok, encoded, ids, output, trainer._metrics["train"]
@@ -167,6 +169,51 @@ def test_answer_only_loss_keeps_the_stop_after_the_answer(tiny_model):
     assert tok.decode(ids[0][output["completion_mask"][0].bool()]).endswith("</answer>")
 
 
+@pytest.mark.parametrize(
+    ("advantages", "stops", "width", "penalty", "expected"),
+    [
+        ([0.5, -1.0, 2.0], [1, None, 0], 3, 1.0,  # row 2's penalty lands on its first column
+         [[0.5, -1.0, 0.5], [-1.0, -1.0, -1.0], [-1.0, 2.0, 2.0]]),
+        ([0.0, 0.0], [None, None], 2, 3.0, [[0.0, 0.0], [0.0, 0.0]]),  # nothing to push down: unchanged
+        ([1.0], [3], 4, 0.5, [[1.0, 1.0, 1.0, -0.5]]),  # even a right verdict's tail token is pushed down
+    ],
+)
+def test_stop_advantages(advantages, stops, width, penalty, expected):
+    got = stop_advantages(torch.tensor(advantages), stops, width, penalty)
+    assert got.tolist() == expected
+
+
+def test_stop_advantages_needs_one_stop_per_row():
+    with pytest.raises(ValueError, match="1 stop positions for 2 rows"):
+        stop_advantages(torch.zeros(2), [None], 3, 1.0)
+
+
+def test_stop_advantage_keeps_the_token_that_replaced_the_stop(tiny_model):
+    from transformers import AutoTokenizer
+
+    eos = AutoTokenizer.from_pretrained(str(tiny_model)).eos_token
+    texts = ["<think>ok</think>\n<answer>[[A]]</answer>\n<answer>[[B",  # session 13's second answer block
+             f"<think>ok</think>\n<answer>[[B]]</answer>{eos}",  # stopped: nothing to push down
+             "<think>no answer yet"]  # never closed: every token stays, no stop column
+    tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts, openers={"pav": "<answer>"},
+                                                          stop_advantage=1.0)
+    kept = (output["completion_mask"] * output["tool_mask"]).bool()
+    assert tok.decode(ids[0][kept[0]]) == "<answer>[[A]]</answer>\n"  # the span plus the token after it
+    assert tok.decode(ids[1][kept[1]]) == f"<answer>[[B]]</answer>{eos}"
+    assert int(kept[2].sum()) == len(encoded[2])
+    close = len(tok("<think>ok</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
+    last_kept = output["completion_mask"][0].sum().item() - 1
+    assert last_kept == close  # the kept tail token is the first one after the tag
+    # The tail is still counted as written after the answer, as without the option.
+    assert metrics["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - close) / 3)]
+
+
+def test_stop_advantage_needs_a_closing_tag_and_a_positive_value():
+    for kwargs in ({"stop_advantage": 1.0}, {"stop_advantage": 0.0, "answer_markers": {"pav": "</answer>"}}):
+        with pytest.raises(ValueError, match="must be > 0, with answer_markers"):
+            J1GRPOTrainer(**kwargs)
+
+
 def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
     out = tmp_path / "run"
     assert main([
@@ -185,12 +232,13 @@ def test_train_with_answer_only_loss_logs_the_thought_tokens(tiny_model, pair_fi
     assert main([
         "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-        "--max_steps", "1", "--answer_only_loss", "true", "--beta", "0.04", *CPU_FLAGS,
+        "--max_steps", "1", "--answer_only_loss", "true", "--beta", "0.04", "--stop_advantage", "1", *CPU_FLAGS,
     ]) == 0
     run = json.loads((out / "run.json").read_text())
-    assert run["config"]["j1"]["answer_only_loss"] is True
+    assert run["config"]["j1"]["answer_only_loss"] is True and run["config"]["j1"]["stop_advantage"] == 1.0
     step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
     assert step["j1/tokens_before_answer"] >= 0.0 and step["j1/tokens_after_answer"] >= 0.0
+    assert 0.0 <= step["j1/stop_penalised"] <= 1.0
     # Before the first update the policy is the reference: a KL above 0 would mean the answer was
     # scored in another context than it was sampled in (the thought hidden from attention).
     assert step["kl"] == pytest.approx(0.0, abs=1e-4)
@@ -213,6 +261,8 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
     else:  # no valid verdict in the batch
         assert step["j1/position_imbalance"] == 0.0
     for flags, message in ((["--position_balance", "-1"], "--position_balance -1.0: must be >= 0"),
+                           (["--stop_advantage", "1"], "--stop_advantage needs --stop_at_answer true"),
+                           (["--stop_at_answer", "true", "--stop_advantage", "0"], "--stop_advantage 0.0: must be > 0"),
                            (["--formulation", "pos", "--position_balance", "1"], "pos verdicts name no position")):
         with pytest.raises(SystemExit):
             main(["train", "--train_file", str(pair_file), "--output_dir", str(out), *flags])

@@ -357,6 +357,13 @@ class TrainConfig:
                   "every token in the loss. The text after the answer is not held: in run 14 (211 steps) it "
                   "grew into a second answer block, which is invalid."},
     )
+    stop_advantage: float | None = field(
+        default=None,
+        metadata={"help": "With stop_at_answer or answer_only_loss: keep in the loss the first token a rollout writes "
+                  "after its answer's closing tag when it is not the EOS, with advantage -X (X > 0), so the stop "
+                  "that replaced it comes back. Unset (default) = off. Why: an untrained tail grew into a second "
+                  "answer block in results/train, session 13."},
+    )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
         default=None, metadata={"help": "Drop pairs whose rendered judge prompt exceeds this many tokens (CPU budgets)."}
@@ -396,6 +403,11 @@ class TrainConfig:
                 raise ValueError(f"--{name} needs --pair_advantages true")
         if self.position_balance < 0:
             raise ValueError(f"--position_balance {self.position_balance}: must be >= 0")
+        if self.stop_advantage is not None:
+            if self.stop_advantage <= 0:
+                raise ValueError(f"--stop_advantage {self.stop_advantage}: must be > 0 (the advantage is -X)")
+            if not (self.stop_at_answer or self.answer_only_loss):
+                raise ValueError("--stop_advantage needs --stop_at_answer true or --answer_only_loss true")
         if self.position_balance and self.formulation == "pos":
             raise ValueError("--position_balance: pos verdicts name no position; use a pairwise formulation")
         if self.formulation == "pos" and self.consistency_weight:

@@ -28,7 +28,8 @@
   the KL term that holds them) compete with that one token for the same LoRA weights. On the CPU
   (results/train, session 10, run 11) it did not teach content: the verdict collapsed onto the
   first-shown response within 6 steps, and with nothing after the answer trained the stop was lost
-  (hence the EOS).
+  (hence the EOS). The EOS is still trained only when sampled; ``stop_advantage`` pushes down the
+  token that replaced it (``stop_advantages``; TRL's loss takes per-token advantages).
 """
 
 from __future__ import annotations
@@ -194,6 +195,24 @@ def position_balance_advantages(positions: torch.Tensor, strength: float) -> tor
     return torch.where(named > 0, -strength * others_mean * positions, 0.0)
 
 
+def stop_advantages(advantages: torch.Tensor, stops: list[int | None], width: int, penalty: float) -> torch.Tensor:
+    """Per-token advantages, shape (rows, width): each row's own advantage on every token, except the
+    token at ``stops[i]`` (the first token after the answer's closing tag, when it is not the EOS),
+    which gets ``-penalty``; ``None`` leaves the row as it was. TRL's loss takes (B, T) advantages.
+    Why: with ``answer_only_loss`` the EOS after the answer is trained only when it is sampled; once it
+    is not, nothing holds the text after the answer, and over 211 steps it grew into a second answer
+    block that made the verdict invalid (results/train, session 13). Pushing down whatever replaced
+    the stop there is the policy-gradient way to bring the stop back: that token is an action with
+    reward ``-penalty``, whatever the verdict earned."""
+    if len(stops) != advantages.shape[0]:
+        raise ValueError(f"{len(stops)} stop positions for {advantages.shape[0]} rows")
+    out = advantages.reshape(-1, 1).expand(-1, width).clone()
+    for i, col in enumerate(stops):
+        if col is not None:
+            out[i, col] = -penalty
+    return out
+
+
 def check_units(inputs: list[dict], num_generations: int) -> None:
     """Raise RuntimeError unless ``inputs`` is a sequence of whole pair units: G rows of one order
     (or slot) of a pair, then G rows of its other order. A failure means the sampler was bypassed."""
@@ -291,12 +310,17 @@ class J1GRPOTrainer(GRPOTrainer):
     ``position_balance_advantages``), ``reward_trace_dir`` (folder or None)
     ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
     None keeps TRL's loss on every generated token) and ``answer_openers`` (judge format name ->
-    opening tag: also drop the tokens before the answer; needs ``answer_markers``)."""
+    opening tag: also drop the tokens before the answer; needs ``answer_markers``) and
+    ``stop_advantage`` (float > 0 or None, needs ``answer_markers``: see ``stop_advantages``)."""
 
     def __init__(self, *args, pair_advantages: bool = True, couple_advantages: bool = False,
                  invalid_advantage: float | None = None, position_balance: float = 0.0,
                  reward_trace_dir: str | None = None, answer_markers: dict[str, str] | None = None,
-                 answer_openers: dict[str, str] | None = None, **kwargs):
+                 answer_openers: dict[str, str] | None = None, stop_advantage: float | None = None, **kwargs):
+        if stop_advantage is not None and (not answer_markers or stop_advantage <= 0):
+            raise ValueError(f"stop_advantage {stop_advantage}: must be > 0, with answer_markers (a closing tag to stop at)")
+        self.stop_advantage = stop_advantage
+        self._j1_stops: list[int | None] | None = None
         if answer_openers and not answer_markers:
             raise ValueError("answer_openers needs answer_markers (the answer span ends at the closing tag)")
         if couple_advantages and not pair_advantages:
@@ -385,6 +409,11 @@ class J1GRPOTrainer(GRPOTrainer):
             named = positions[positions != 0]
             # Mean position of the batch's verdicts: +1 all first-shown, -1 all second-shown.
             self._metrics["train"]["j1/position_imbalance"].append(named.mean().item() if len(named) else 0.0)
+        if training and self.stop_advantage is not None and self._j1_stops is not None:
+            output["advantages"] = stop_advantages(output["advantages"], self._j1_stops,
+                                                   output["completion_ids"].shape[1], self.stop_advantage)
+            stops = self._j1_stops
+            self._metrics["train"]["j1/stop_penalised"].append(sum(c is not None for c in stops) / max(len(stops), 1))
         return output
 
     def _mask_outside_answer(self, inputs, output) -> None:
@@ -394,10 +423,12 @@ class J1GRPOTrainer(GRPOTrainer):
         thought must stay in ``completion_mask``: TRL builds the attention mask from it, and the answer
         has to be scored in the context it was sampled in (the tokens after the answer can go,
         attention being causal). A completion with no closed answer keeps every token: it is invalid,
-        and its negative advantage is what teaches the format."""
+        and its negative advantage is what teaches the format. With ``stop_advantage`` the first token
+        after the closing tag, when it is not the EOS, stays in too, and its column is recorded for
+        ``stop_advantages``."""
         ids, mask = output["completion_ids"], output["completion_mask"]
         loss_mask = output["tool_mask"] if "tool_mask" in output else torch.ones_like(mask)
-        dropped, before = [], []
+        dropped, before, stops = [], [], []
         eos = self.processing_class.eos_token_id
         for i, row in enumerate(inputs):
             n = int(mask[i].sum())
@@ -407,15 +438,20 @@ class J1GRPOTrainer(GRPOTrainer):
                 # The stop belongs to the answer: left out, nothing trains it and it drifts away
                 # (session 10, run 11: 95-100% of completions capped within 11 steps).
                 end += 1
-            if end is not None and end < n:
-                mask[i, end:n] = 0
+            stop = None
+            if self.stop_advantage is not None and end is not None and end < n and ids[i, end] != eos:
+                stop = end  # whatever replaced the stop: kept, to be pushed down
+            stops.append(stop)
             dropped.append(0 if end is None else n - end)
+            if end is not None and end < n:
+                mask[i, end + (stop is not None):n] = 0
             if self.answer_openers and end is not None:
                 start = answer_start(pieces, self.answer_openers[row["judge_format"]], end)
                 if start:
                     loss_mask[i, :start] = 0
                 before.append(start or 0)
         self._metrics["train"]["j1/tokens_after_answer"].append(sum(dropped) / max(len(dropped), 1))
+        self._j1_stops = stops
         if self.answer_openers:
             output["tool_mask"] = loss_mask
             self._metrics["train"]["j1/tokens_before_answer"].append(sum(before) / max(len(inputs), 1))
@@ -544,6 +580,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         answer_markers=(answer_markers(j1cfg.formulation)
                         if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
         answer_openers=answer_markers(j1cfg.formulation, opening=True) if j1cfg.answer_only_loss else None,
+        stop_advantage=j1cfg.stop_advantage,
     )
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
             "reward_weights": weights, **counts}
