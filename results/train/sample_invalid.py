@@ -18,6 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from verdict_probe import load_model  # noqa: E402
 
+from j1.formats.grammar import Verdict  # noqa: E402
 from j1.rewards.core import Rollout, judge_rollout  # noqa: E402
 from j1.train.data import build_rows, load_pairs  # noqa: E402
 from j1.train.trl_grpo import load_tokenizer  # noqa: E402
@@ -50,10 +51,10 @@ def main() -> None:
                                  max_new_tokens=a.max_new_tokens, pad_token_id=tok.pad_token_id)
         for c in out[:, ids.shape[1]:]:
             s = tok.decode(c, skip_special_tokens=True)
-            verdict = str(judge_rollout(Rollout("p", r["order"], r["label"], s, "pav")).verdict)
+            verdict = judge_rollout(Rollout("p", r["order"], r["label"], s, "pav")).verdict
             first = re.findall(r"\[\[([AB])", s)[:1]
-            counts[(verdict, tuple(first))] += 1
-            if "invalid" in verdict.lower():
+            counts[(str(verdict), tuple(first))] += 1
+            if verdict is Verdict.INVALID:
                 print(repr(s))
     print(counts)
 

@@ -403,13 +403,13 @@ class TrainConfig:
                 raise ValueError(f"--{name} needs --pair_advantages true")
         if self.position_balance < 0:
             raise ValueError(f"--position_balance {self.position_balance}: must be >= 0")
+        if self.position_balance and self.formulation == "pos":
+            raise ValueError("--position_balance: pos verdicts name no position; use a pairwise formulation")
         if self.stop_advantage is not None:
             if self.stop_advantage <= 0:
                 raise ValueError(f"--stop_advantage {self.stop_advantage}: must be > 0 (the advantage is -X)")
             if not (self.stop_at_answer or self.answer_only_loss):
                 raise ValueError("--stop_advantage needs --stop_at_answer true or --answer_only_loss true")
-        if self.position_balance and self.formulation == "pos":
-            raise ValueError("--position_balance: pos verdicts name no position; use a pairwise formulation")
         if self.formulation == "pos" and self.consistency_weight:
             raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
 

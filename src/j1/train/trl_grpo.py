@@ -320,7 +320,6 @@ class J1GRPOTrainer(GRPOTrainer):
         if stop_advantage is not None and (not answer_markers or stop_advantage <= 0):
             raise ValueError(f"stop_advantage {stop_advantage}: must be > 0, with answer_markers (a closing tag to stop at)")
         self.stop_advantage = stop_advantage
-        self._j1_stops: list[int | None] | None = None
         if answer_openers and not answer_markers:
             raise ValueError("answer_openers needs answer_markers (the answer span ends at the closing tag)")
         if couple_advantages and not pair_advantages:
@@ -383,8 +382,7 @@ class J1GRPOTrainer(GRPOTrainer):
         if training:
             check_units(inputs, self.num_generations)
         output = super()._generate_and_score_completions(inputs)
-        if training and self.answer_markers:
-            self._mask_outside_answer(inputs, output)
+        stops = self._mask_outside_answer(inputs, output) if training and self.answer_markers else None
         if training and self.pair_advantages:
             group = 2 * self.num_generations
             advantages = verdict_advantages(
@@ -409,14 +407,13 @@ class J1GRPOTrainer(GRPOTrainer):
             named = positions[positions != 0]
             # Mean position of the batch's verdicts: +1 all first-shown, -1 all second-shown.
             self._metrics["train"]["j1/position_imbalance"].append(named.mean().item() if len(named) else 0.0)
-        if training and self.stop_advantage is not None and self._j1_stops is not None:
-            output["advantages"] = stop_advantages(output["advantages"], self._j1_stops,
+        if stops is not None and self.stop_advantage is not None:
+            output["advantages"] = stop_advantages(output["advantages"], stops,
                                                    output["completion_ids"].shape[1], self.stop_advantage)
-            stops = self._j1_stops
             self._metrics["train"]["j1/stop_penalised"].append(sum(c is not None for c in stops) / max(len(stops), 1))
         return output
 
-    def _mask_outside_answer(self, inputs, output) -> None:
+    def _mask_outside_answer(self, inputs, output) -> list[int | None]:
         """Zero ``completion_mask`` after each completion's answer closing tag, in place, and (with
         ``answer_openers``) zero TRL's loss-only ``tool_mask`` before its opening tag; with
         ``answer_openers`` an EOS right after the closing tag stays in, as part of the answer. The
@@ -424,8 +421,8 @@ class J1GRPOTrainer(GRPOTrainer):
         has to be scored in the context it was sampled in (the tokens after the answer can go,
         attention being causal). A completion with no closed answer keeps every token: it is invalid,
         and its negative advantage is what teaches the format. With ``stop_advantage`` the first token
-        after the closing tag, when it is not the EOS, stays in too, and its column is recorded for
-        ``stop_advantages``."""
+        after the closing tag, when it is not the EOS, stays in too. Returns each row's column of that
+        token (None where there is none, or without ``stop_advantage``), for ``stop_advantages``."""
         ids, mask = output["completion_ids"], output["completion_mask"]
         loss_mask = output["tool_mask"] if "tool_mask" in output else torch.ones_like(mask)
         dropped, before, stops = [], [], []
@@ -451,10 +448,10 @@ class J1GRPOTrainer(GRPOTrainer):
                     loss_mask[i, :start] = 0
                 before.append(start or 0)
         self._metrics["train"]["j1/tokens_after_answer"].append(sum(dropped) / max(len(dropped), 1))
-        self._j1_stops = stops
         if self.answer_openers:
             output["tool_mask"] = loss_mask
             self._metrics["train"]["j1/tokens_before_answer"].append(sum(before) / max(len(inputs), 1))
+        return stops
 
     def train(self, *args, **kwargs):
         try:
