@@ -6,7 +6,8 @@
 # Environment (defaults = run 2): RUN, DATA, WARMUP, TEMPLATE as in run_learn.sh; WHICH = "before after"
 # (or one of them, to run them on two lanes); SAMPLES=N > 1 judges with N samples at temperature 1
 # (plurality per order) into eval-sampled-{before,after} instead of greedy eval-{before,after};
-# MAXNEW = token budget per judgment (40; longer for quoting thoughts).
+# MAXNEW = token budget per judgment (40; longer for quoting thoughts); PREFILL = the fixed start of
+# every answer (--assistant_prefill, as in run_learn.sh).
 set -euxo pipefail
 export OMP_NUM_THREADS=${THREADS:-1}
 R=runs/train
@@ -17,7 +18,8 @@ declare -A MODEL=([before]=${WARMUP:-$R/warmup-pav} [after]=$R/$RUN/final)
 SAMPLES=${SAMPLES:-1}
 if [ "$SAMPLES" -gt 1 ]; then E=eval-sampled; T=1.0; else E=eval; T=0; fi
 for name in ${WHICH:-before after}; do
-  .venv/bin/j1 eval $EVAL --samples $SAMPLES --temperature $T --seed 0 --model ${MODEL[$name]} --out $R/$RUN-$E-$name --resume
+  .venv/bin/j1 eval $EVAL --samples $SAMPLES --temperature $T --seed 0 --model ${MODEL[$name]} \
+    ${PREFILL:+--assistant_prefill "$PREFILL"} --out $R/$RUN-$E-$name --resume
 done
 [ -f $R/$RUN-$E-before/metrics.json ] && [ -f $R/$RUN-$E-after/metrics.json ] || exit 0
 mkdir -p results/train/$RUN

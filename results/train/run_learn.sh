@@ -18,6 +18,8 @@
 # learning-rate warm-up, then constant).
 # BALANCE (--position_balance: the strength of the restoring force on the position preference).
 # STOPADV (--stop_advantage: the advantage -X on a token written after </answer> in place of the EOS).
+# PREFILL (--assistant_prefill: the fixed start of every answer, e.g. a thought and "<answer>[[";
+# only the rest is sampled and trained; eval_learn.sh takes the same PREFILL).
 # THREADS sets both OMP_NUM_THREADS and MKL_NUM_THREADS (before session 10 only OMP's, and the
 # README's `export MKL_NUM_THREADS=1` kept the matrix products of "THREADS=2" runs on one core).
 # RESUME=1 continues the run from its newest checkpoint for MINUTES more (same flags; TRL restores the
@@ -44,7 +46,7 @@ $J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.json
   --lora_last_layers ${LAYERS:-6} --num_generations $G --per_device_train_batch_size $(( 2 * G * ${PAIRS:-2} )) \
   --pair_advantages ${PAIR_ADV:-true} --stop_at_answer ${STOP:-false} ${ANSWER_ONLY:+--answer_only_loss $ANSWER_ONLY} \
   ${COUPLES:+--couple_advantages $COUPLES} ${CONSIST:+--consistency $CONSIST} ${INVALID_ADV:+--invalid_advantage $INVALID_ADV} \
-  ${BALANCE:+--position_balance $BALANCE} ${STOPADV:+--stop_advantage $STOPADV} \
+  ${BALANCE:+--position_balance $BALANCE} ${STOPADV:+--stop_advantage $STOPADV} ${PREFILL:+--assistant_prefill "$PREFILL"} \
   ${LR_WARMUP:+--lr_scheduler_type constant_with_warmup --warmup_steps $LR_WARMUP} \
   ${BETA:+--beta $BETA} ${TOPENT:+--top_entropy_quantile $TOPENT} \
   --learning_rate ${LR:-3e-4} --max_completion_length ${MAXC:-32} --max_prompt_tokens ${MAXP:-512} --max_steps ${STEPS:-300} --max_minutes ${MINUTES:-90} \

@@ -61,3 +61,15 @@ def test_stream_yields_every_prompt_once(embedded_backend: LocalBackend):
 def test_sampling_params_checks(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SamplingParams(**kwargs)
+
+
+def test_a_prefill_is_continued_and_returned_whole(embedded_backend: LocalBackend):
+    """Prefilling the first words of the greedy answer gives back the same greedy answer: the model
+    continues the open assistant message, and the completion text holds the prefill too."""
+    params = SamplingParams(n=1, temperature=0, max_new_tokens=16)
+    answer = embedded_backend.generate(PROMPTS[1:2], params)[0][0].text
+    head = answer[: answer.index(" ", len(answer) // 3)]  # cut before a space: the same tokens
+    out = embedded_backend.generate([[*PROMPTS[1], {"role": "assistant", "content": head}]],
+                                    SamplingParams(n=2, temperature=1e-4, max_new_tokens=16))[0]
+    assert all(c.text.startswith(head) for c in out)
+    assert out[0].text[: len(answer) - 8] == answer[: len(answer) - 8]  # 16 new tokens reach further

@@ -63,3 +63,17 @@ def test_concurrency_limit_is_used_and_respected(limit):
     with FakeOpenAIServer(latency=0.2) as server:
         OpenAIBackend(server.base_url, "m", concurrency=limit).generate(MSG, SamplingParams())
         assert server.max_in_flight == limit
+
+
+def test_a_prefill_asks_the_server_to_continue_it():
+    """vLLM/SGLang continue a final assistant message with continue_final_message and return the
+    continuation only; the backend puts the prefill back in front (the Backend contract)."""
+    with FakeOpenAIServer(lambda messages, index, body: "A]]</answer>") as server:
+        backend = OpenAIBackend(server.base_url, "m")
+        prompt = [*MSG[0], {"role": "assistant", "content": "<think>t</think><answer>[["}]
+        out = backend.generate([prompt, MSG[1]], SamplingParams(n=2, temperature=1))
+        assert [c.text for c in out[0]] == ["<think>t</think><answer>[[A]]</answer>"] * 2
+        assert [c.text for c in out[1]] == ["A]]</answer>"] * 2  # no prefill: the reply as is
+        sent = {r["messages"][-1]["role"]: r for r in server.requests}
+    assert sent["assistant"]["continue_final_message"] is True and sent["assistant"]["add_generation_prompt"] is False
+    assert "continue_final_message" not in sent["user"] and "add_generation_prompt" not in sent["user"]

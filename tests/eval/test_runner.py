@@ -165,6 +165,24 @@ def test_resume_refuses_other_settings(tmp_path, capsys):
     assert "--template was 'full', now 'compact'" in capsys.readouterr().err
 
 
+def test_assistant_prefill_is_sent_and_read_with_the_answer(tmp_path, capsys):
+    """--assistant_prefill: every prompt ends in the partial answer, the server continues it, and the
+    judgment (and its verdict) is the prefill plus the continuation."""
+    head = "<think>fixed</think><answer>[["
+    with FakeOpenAIServer(lambda messages, index, body: "B]]</answer>") as srv:
+        assert main(eval_args(srv, tmp_path / "r", "--assistant_prefill", head)) == 0
+        assert all(r["messages"][-1] == {"role": "assistant", "content": head} for r in srv.requests)
+        assert all(r["continue_final_message"] for r in srv.requests)
+        # the same prefill resumes; another is refused
+        assert main(eval_args(srv, tmp_path / "r", "--resume", "--assistant_prefill", head)) == 0
+        assert main(eval_args(srv, tmp_path / "r", "--resume")) == 2
+    assert "--assistant_prefill was '<think>fixed</think><answer>[[', now None" in capsys.readouterr().err
+    records = read_judgments(tmp_path / "r" / "judgments.jsonl")
+    assert {t for r in records.values() for line in r.slots.values() for t in line["texts"]} == {head + "B]]</answer>"}
+    m = json.loads((tmp_path / "r" / "metrics.json").read_text())["overall"]
+    assert m["invalid_rate"] == 0 and m["flip_rate"] == 1.0  # always "B", in both orders
+
+
 def test_bad_data_is_one_clear_line(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "p", "chosen": "c"}\n')

@@ -226,6 +226,22 @@ def test_trl_functions_match_core_and_ignore_extra_kwargs():
     assert FormatReward("pav")(**kw) == [1, 1, 1, 0, 1, 1]
 
 
+def test_a_prefill_in_the_prompt_is_read_before_the_completion():
+    """With ``--assistant_prefill`` the prompt ends in the start of the answer and TRL's completion is
+    only the rest: the verdict is parsed from prefill + completion (PAV_SPEC again, split in two)."""
+    head = "<think>compare</think><answer>[["
+    kw = _trl_kwargs([(o, text.removeprefix(head)) for o, text in PAV_SPEC])
+    kw["prompts"] = [[{"role": "user", "content": "x"}, {"role": "assistant", "content": head}]] * len(PAV_SPEC)
+    kw["prompts"][3] = [{"role": "user", "content": "x"}]  # BAD has no prefill: still invalid
+    assert CorrectnessReward("pav")(**kw) == [1, 1, 0, 0, 1, 0]
+    assert ConsistencyReward("pav", "index")(**kw) == [1, 0, None, None, 1, 0]
+    # the same completions without the prefill have no answer tag: all invalid
+    bare = _trl_kwargs([(o, text.removeprefix(head)) for o, text in PAV_SPEC])
+    assert FormatReward("pav")(**bare) == [0] * 6
+    # plain-text prompts (not chat messages) carry no prefill
+    assert CorrectnessReward("pav")(**_trl_kwargs(PAV_SPEC) | {"prompts": ["x"] * 6}) == [1, 1, 0, 0, 1, 0]
+
+
 def test_trl_function_reads_row_format_column():
     spec = [("AB", S(8, 1)), ("BA", S(1, 8))]
     kw = _trl_kwargs(spec) | {"judge_format": ["pas", "pas"]}

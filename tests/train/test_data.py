@@ -8,7 +8,7 @@ import pytest
 
 from j1.formats import get_format
 from j1.schema import RowError
-from j1.train.data import Pair, build_rows, load_pairs, unit_rows
+from j1.train.data import Pair, build_rows, load_pairs, prompt_tokens, unit_rows
 from j1.train.warmup import random_target, sft_rows
 
 PAIR = Pair("p1", "Q?", "right", "wrong", "A")
@@ -48,6 +48,16 @@ def test_unit_rows_use_the_judge_template():
     assert compact[0]["prompt"] == get_format("pav", "compact").render(PAIR.prompt, PAIR.response_a, PAIR.response_b)
     assert compact[0]["prompt"] != full[0]["prompt"]
     assert [(r["order"], r["judge_format"]) for r in compact] == [(r["order"], r["judge_format"]) for r in full]
+
+
+def test_unit_rows_end_with_the_prefill(embedded_backend):
+    head = "<think>t</think>\n<answer>[["
+    rows, plain = unit_rows(PAIR, "multitask", "compact", head), unit_rows(PAIR, "multitask", "compact")
+    assert [r["prompt"] for r in rows] == [[*p["prompt"], {"role": "assistant", "content": head}] for p in plain]
+    # the length filter counts the open prefill, not a closed message plus a new assistant header
+    tok = embedded_backend.tokenizer
+    extra = len(tok(head, add_special_tokens=False).input_ids)
+    assert prompt_tokens(tok, rows[0]["prompt"]) == prompt_tokens(tok, plain[0]["prompt"]) + extra
 
 
 def test_pair_record_file_places_chosen_by_seeded_coin(tmp_path):

@@ -69,7 +69,9 @@ class Backend(ABC):
     """Generates ``n`` chat completions per prompt.
 
     ``stream`` yields ``(index, completions)`` as prompts finish (any order), so long jobs can
-    append results as they come; ``generate`` collects them in input order.
+    append results as they come; ``generate`` collects them in input order. A prompt that ends with
+    an assistant message is continued (a prefill, ``j1.chat``), and each completion's text is then
+    the whole assistant message: the prefill followed by the generated text.
     """
 
     model_name: str

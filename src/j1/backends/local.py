@@ -11,8 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from j1.backends.base import Backend, Completion, Messages, SamplingParams, Usage, prompt_seed
+from j1.chat import prefill, render
 from j1.models import display_name, resolve_model
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,7 @@ class LocalBackend(Backend):
         return self
 
     def render(self, messages: Messages) -> str:
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return render(self.tokenizer, messages)
 
     def _batches(self, lengths: list[int], n: int) -> list[list[int]]:
         """Prompt indices grouped by similar length (less padding) within the row/token limits."""
@@ -94,7 +96,10 @@ class LocalBackend(Backend):
             # One torch seed per batch, derived from its prompts: reproducible for the same inputs.
             seed = sum(prompt_seed(params.seed, prompts[i]) for i in batch) & 0x7FFFFFFF
             outs = self._generate([texts[i] for i in batch], params, seed)
-            yield from zip(batch, outs, strict=True)
+            for i, comps in zip(batch, outs, strict=True):
+                # A prefilled prompt's completion is the whole assistant message (j1.chat).
+                head = prefill(prompts[i])
+                yield i, [replace(c, text=head + c.text) for c in comps] if head else comps
 
     def _generate(self, texts: list[str], params: SamplingParams, seed: int) -> list[list[Completion]]:
         import torch

@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterator, Sequence
 
 from j1.backends.base import Backend, BackendError, Completion, Messages, SamplingParams, Usage, prompt_seed
+from j1.chat import prefill
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,10 @@ class OpenAIBackend(Backend):
     async def _one_unlabelled(self, client, sem, i: int, messages: Messages, params: SamplingParams):
         comps: list[Completion] = []
         seed = prompt_seed(params.seed, messages)
+        head = prefill(messages)
+        # A prefill: vLLM and SGLang continue the final assistant message with these two flags and
+        # return only the continuation, which is joined to the prefill below (the Backend contract).
+        extra = {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}} if head else {}
         wave = 0
         # Ask for n at once; a server that returns fewer choices (some ignore n) is asked again.
         while len(comps) < params.n:
@@ -119,6 +124,7 @@ class OpenAIBackend(Backend):
                     top_p=params.top_p,
                     max_tokens=params.max_new_tokens,
                     seed=seed + wave,
+                    **extra,
                 )
             if not resp.choices:
                 raise BackendError(f"{self.base_url}: a response with no choices for prompt {i}")
@@ -126,7 +132,7 @@ class OpenAIBackend(Backend):
             for ch in resp.choices:
                 if ch.message is None or ch.message.content is None:
                     raise BackendError(f"{self.base_url}: a choice without message content for prompt {i}")
-                comps.append(Completion(ch.message.content, ch.finish_reason or "stop", per_choice))
+                comps.append(Completion(head + ch.message.content, ch.finish_reason or "stop", per_choice))
             if resp.usage:
                 self.usage.prompt_tokens += resp.usage.prompt_tokens
                 self.usage.completion_tokens += resp.usage.completion_tokens

@@ -12,6 +12,11 @@ FORMAT_NAMES = sorted(FORMATS)
 TEMPLATE_HELP = ("Judge prompt wording: full, or compact (same output grammar, ~70 fewer prompt tokens; "
                  "for small models on CPU). Train, warm up and evaluate a judge with the same one.")
 
+PREFILL_HELP = ("Text the judge's answer is fixed to start with (a prefill): the model continues it, and the "
+                "verdict is read from the prefill plus what it wrote. For example a fixed thought and "
+                "'<answer>[[' so that only the verdict is generated. Local models, and OpenAI-compatible servers "
+                "that take continue_final_message (vLLM, SGLang). Unset (default) = the model writes it all.")
+
 
 def template_field():
     return field(default="full", metadata={"help": TEMPLATE_HELP})
@@ -311,6 +316,12 @@ class TrainConfig:
                   "file with prompt/chosen/rejected (both orders are built here)."},
     )
     template: str = template_field()
+    assistant_prefill: str | None = field(
+        default=None,
+        metadata={"help": PREFILL_HELP.replace("the model writes it all.", "the policy writes it all. The "
+                  "prefill is part of the prompt: only the continuation is sampled and trained, and the rewards "
+                  "read prefill + continuation.")},
+    )
     consistency: str = field(default="expected", metadata={"help": "Consistency reward mode: expected or index."})
     correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
     consistency_weight: float | None = field(
@@ -464,6 +475,7 @@ class EvalConfig(BackendArgs, SamplingArgs):
     out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
     format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
     template: str = template_field()
+    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
     limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
     resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     split: str | None = field(

@@ -20,6 +20,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from j1.backends import Backend, BackendError, Messages, SamplingParams
+from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.items import Item, item_prompts
 from j1.eval.report import write_report
@@ -32,8 +33,8 @@ log = logging.getLogger(__name__)
 
 # Config fields that must match for --resume to continue a run (the rest, e.g. --limit,
 # --concurrency or the server's --base-url, may change between attempts).
-RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "template", "model", "samples",
-               "temperature", "top_p", "max_new_tokens", "seed")
+RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "template", "assistant_prefill", "model",
+               "samples", "temperature", "top_p", "max_new_tokens", "seed")
 
 
 class TooManyErrors(RuntimeError):
@@ -47,9 +48,10 @@ class Work:
     messages: Messages
 
 
-def plan(items: list[Item], fmt, done: set[tuple[str, str]]) -> list[Work]:
-    """The prompts still to judge, in item order."""
-    return [Work(it, slot, m) for it in items for slot, m in item_prompts(fmt, it) if (it.id, slot) not in done]
+def plan(items: list[Item], fmt, done: set[tuple[str, str]], prefill: str | None = None) -> list[Work]:
+    """The prompts still to judge, in item order, each ending with the assistant ``prefill`` if given."""
+    return [Work(it, slot, with_prefill(m, prefill)) for it in items for slot, m in item_prompts(fmt, it)
+            if (it.id, slot) not in done]
 
 
 def judge_stream(
@@ -159,7 +161,7 @@ def run_eval(cfg, backend: Backend | None = None) -> dict:
     if judgments.exists():
         done = {(r.id, s) for r in read_judgments(judgments).values()
                 for s, line in r.slots.items() if line.get("error") is None}
-    work = plan(items, fmt, done)
+    work = plan(items, fmt, done, cfg.assistant_prefill)
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
              bench.name, len(items), total, cfg.samples, total - len(work), len(work))

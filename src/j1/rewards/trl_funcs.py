@@ -2,8 +2,9 @@
 ``fn(completions, **kwargs) -> list[float | None]``.
 
 TRL passes every dataset column as a keyword list (one value per completion); j1's training rows
-carry ``pair_id``, ``order``, ``label`` and ``judge_format`` (see ``j1.train.data``). Extra keywords
-(``prompts``, ``completion_ids``, ``trainer_state``, ...) are ignored. Each component is its own
+carry ``pair_id``, ``order``, ``label`` and ``judge_format`` (see ``j1.train.data``). ``prompts`` is
+read only for a prefill (a chat prompt ending in a partial assistant message, ``j1.chat``), which is
+put before the completion; other keywords (``completion_ids``, ``trainer_state``, ...) are ignored. Each component is its own
 function so TRL logs it as ``rewards/<name>/mean``; their weights go to ``GRPOConfig.reward_weights``.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from j1.chat import prefill
 from j1.rewards.core import CONSISTENCY_MODES, Rollout, format_reward, judge_rollout, score_rollouts
 from j1.rewards.metrics import batch_metrics
 
@@ -37,10 +39,13 @@ def rollouts_from_kwargs(completions: Sequence[Any], default_format: str, kwargs
         if key not in kwargs:
             raise KeyError(f"reward needs the dataset column {key!r} (build the dataset with j1.train.data)")
     formats = kwargs.get("judge_format") or [default_format] * len(completions)
+    # A prompt ending in a partial assistant message (j1.chat): the judge's output is that prefill
+    # followed by the completion; plain-text prompts carry none.
+    heads = [prefill(p) if isinstance(p, list) else "" for p in kwargs.get("prompts") or [None] * len(completions)]
     return [
-        Rollout(str(pid), str(order), str(label), completion_text(c), str(fmt))
-        for c, pid, order, label, fmt in zip(
-            completions, kwargs["pair_id"], kwargs["order"], kwargs["label"], formats, strict=True
+        Rollout(str(pid), str(order), str(label), head + completion_text(c), str(fmt))
+        for c, pid, order, label, fmt, head in zip(
+            completions, kwargs["pair_id"], kwargs["order"], kwargs["label"], formats, heads, strict=True
         )
     ]
 

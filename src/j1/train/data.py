@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from j1.chat import render, with_prefill
 from j1.formats import get_format
 from j1.schema import RowError, iter_jsonl, read_pairs
 
@@ -78,11 +79,12 @@ def formulation_formats(formulation: str) -> tuple[str, ...]:
     return ("pas", "pos") if formulation == "multitask" else (formulation,)
 
 
-def unit_rows(pair: Pair, formulation: str, template: str = "full") -> list[dict]:
+def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str | None = None) -> list[dict]:
     """The judge prompts of one pair as dataset rows, in units of two (see the module docstring).
 
-    Each row: ``prompt`` (chat messages), ``pair_id``, ``order`` (AB/BA, or A/B for pos),
-    ``label`` and ``judge_format`` — the columns the J1 reward functions read.
+    Each row: ``prompt`` (chat messages, ending with the partial assistant message ``prefill`` if
+    given: ``j1.chat``), ``pair_id``, ``order`` (AB/BA, or A/B for pos), ``label`` and
+    ``judge_format`` — the columns the J1 reward functions read.
     """
     rows: list[dict] = []
     for name in formulation_formats(formulation):
@@ -93,15 +95,15 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full") -> list[dict
         else:
             slots = [("A", fmt.render(pair.prompt, pair.response_a)), ("B", fmt.render(pair.prompt, pair.response_b))]
         for order, messages in slots:
-            rows.append({"prompt": messages, "pair_id": pair.pair_id, "order": order,
+            rows.append({"prompt": with_prefill(messages, prefill), "pair_id": pair.pair_id, "order": order,
                          "label": pair.label, "judge_format": name})
     return rows
 
 
 def prompt_tokens(tokenizer, messages: list[dict]) -> int:
-    """Length in tokens of a chat prompt as the trainer feeds it (template + generation prompt)."""
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    return len(tokenizer(text, add_special_tokens=False).input_ids)
+    """Length in tokens of a chat prompt as the trainer feeds it (template + generation prompt, or
+    the open prefill: ``j1.chat.render``)."""
+    return len(tokenizer(render(tokenizer, messages), add_special_tokens=False).input_ids)
 
 
 def build_rows(
@@ -111,10 +113,11 @@ def build_rows(
     tokenizer=None,
     max_prompt_tokens: int | None = None,
     template: str = "full",
+    prefill: str | None = None,
 ) -> tuple[list[dict], dict[str, int]]:
     """All rows of ``pairs`` (units kept adjacent), dropping whole units whose longest prompt
     exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``); prompts are
-    worded with the judge ``template`` (j1.formats.templates).
+    worded with the judge ``template`` (j1.formats.templates) and end with ``prefill`` if given.
 
     Returns:
         (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``.
@@ -122,7 +125,7 @@ def build_rows(
     rows: list[dict] = []
     dropped = 0
     for pair in pairs:
-        unit = unit_rows(pair, formulation, template)
+        unit = unit_rows(pair, formulation, template, prefill)
         for k in range(0, len(unit), UNIT):
             part = unit[k : k + UNIT]
             if max_prompt_tokens is not None:

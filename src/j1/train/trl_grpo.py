@@ -46,6 +46,7 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from j1.chat import prefill, render
 from j1.rewards.core import format_reward, judge_rollout, shown_positions
 from j1.rewards.trl_funcs import ROLLOUT_COLUMNS, rollouts_from_kwargs
 from j1.schema import JsonlAppender
@@ -368,7 +369,8 @@ class J1GRPOTrainer(GRPOTrainer):
         self._j1_rewards_per_func = rewards
         if self.invalid_advantage is not None or self.position_balance:
             # Training rows carry every column (j1.train.data), judge_format included.
-            rollouts = rollouts_from_kwargs(completions, "", {k: [r[k] for r in inputs] for k in ROLLOUT_COLUMNS})
+            rollouts = rollouts_from_kwargs(completions, "", {"prompts": prompts,
+                                                              **{k: [r[k] for r in inputs] for k in ROLLOUT_COLUMNS}})
             judged = [judge_rollout(r) for r in rollouts]
             # Every process's flags, in the gathered rows' order (the rewards' order).
             if self.invalid_advantage is not None:
@@ -376,6 +378,14 @@ class J1GRPOTrainer(GRPOTrainer):
             if self.position_balance:
                 self._j1_positions = gather(torch.tensor(shown_positions(rollouts, judged), device=rewards.device))
         return rewards
+
+    def _tokenize_prompts(self, prompts: list):
+        # TRL renders every chat prompt with a generation prompt, which would close a prefill and
+        # open a new assistant turn; prefilled prompts are rendered open instead (j1.chat.render).
+        if not (prompts and isinstance(prompts[0], list) and any(prefill(p) for p in prompts)):
+            return super()._tokenize_prompts(prompts)
+        tok = self.processing_class
+        return [tok(render(tok, p), add_special_tokens=False)["input_ids"] for p in prompts], None, {}
 
     def _generate_and_score_completions(self, inputs):
         training = self.model.training
@@ -542,7 +552,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
         pairs = pairs[: j1cfg.max_pairs]
     rows, counts = build_rows(
         pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens,
-        template=j1cfg.template,
+        template=j1cfg.template, prefill=j1cfg.assistant_prefill,
     )
     log.info("training rows: %s", counts)
     funcs, weights = make_reward_funcs(
