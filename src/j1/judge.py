@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from j1.backends import Backend, Completion, Messages, SamplingParams
+from j1.chat import with_prefill
 from j1.formats import JudgeFormat, Parsed, Verdict
 
 ORDERS = ("AB", "BA")
@@ -149,15 +150,17 @@ def judge_pairs(
     fmt: JudgeFormat,
     items: Sequence[tuple[str, str, str]],
     params: SamplingParams,
+    prefill: str | None = None,
 ) -> list[Judgment]:
     """Judge ``(prompt, response_a, response_b)`` items; all prompts of all items go to the backend
-    at once so it can batch (locally) or run them concurrently (HTTP)."""
+    at once so it can batch (locally) or run them concurrently (HTTP). ``prefill``: the fixed start
+    of every answer (``j1.chat``)."""
     slots: list[tuple[int, str]] = []
     prompts: list[Messages] = []
     for k, (prompt, a, b) in enumerate(items):
         for slot, messages in pair_prompts(fmt, prompt, a, b):
             slots.append((k, slot))
-            prompts.append(messages)
+            prompts.append(with_prefill(messages, prefill))
     results = backend.generate(prompts, params)
     per_item: list[dict[str, list[Completion]]] = [{} for _ in items]
     for (k, slot), comps in zip(slots, results, strict=True):
@@ -165,9 +168,10 @@ def judge_pairs(
     return [assemble(fmt, c) for c in per_item]
 
 
-def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str, params: SamplingParams) -> dict:
+def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str, params: SamplingParams,
+                 prefill: str | None = None) -> dict:
     """Pointwise judgment of one response: ``{"score": mean or None, "samples": [...]}``."""
-    comps = backend.generate([fmt.render(prompt, response)], params)[0]
+    comps = backend.generate([with_prefill(fmt.render(prompt, response), prefill)], params)[0]
     samples = [to_sample(fmt, c, "A") for c in comps]
     mean = mean_scores(samples)
     return {"score": None if mean is None else mean["A"], "samples": samples}

@@ -83,6 +83,24 @@ def test_judge_pointwise_scripted(capsys):
     assert out["responses"]["B"]["samples"][0]["scores"] == {"B": 3.0}
 
 
+def test_judge_with_a_prefill_reads_the_whole_answer(capsys):
+    """--assistant_prefill: the server only continues '<answer>[['; the verdict comes from both parts."""
+    from fake_openai import FakeOpenAIServer
+
+    def reply(messages, index, body):
+        user = messages[-2]["content"]  # the last message is the prefill
+        return "A]]</answer>" if user.index("Canberra") < user.index("Sydney") else "B]]</answer>"
+
+    head = "<think>fixed</think><answer>[["
+    with FakeOpenAIServer(reply) as server:
+        assert main(["judge", *PAIR, "--base-url", server.base_url, "--assistant_prefill", head, "--json"]) == 0
+        assert [r["messages"][-1]["content"] for r in server.requests] == [head, head]
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "A" and [o["verdict"] for o in out["orders"]] == ["A", "A"]
+    assert out["orders"][1]["samples"][0]["text"] == head + "B]]</answer>"
+    assert out["orders"][0]["samples"][0]["thought"] == "fixed"
+
+
 def test_judge_text_output(fake_openai, capsys):
     assert main(["judge", *PAIR, "--base-url", fake_openai.base_url]) == 0
     text = capsys.readouterr().out

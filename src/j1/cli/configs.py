@@ -99,6 +99,7 @@ class JudgeConfig(BackendArgs, SamplingArgs):
 
     format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
     template: str = template_field()
+    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
     prompt: str | None = field(default=None, metadata={"help": "The user's request."})
     response_a: str | None = field(default=None, metadata={"help": "The first response."})
     response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})

@@ -18,8 +18,9 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
     backend = build_backend(cfg)
     try:
         if cfg.response_b is None:  # pointwise, one response
-            return judge_single(backend, fmt, cfg.prompt, cfg.response_a, cfg.sampling_params())
-        return judge_pairs(backend, fmt, [(cfg.prompt, cfg.response_a, cfg.response_b)], cfg.sampling_params())[0]
+            return judge_single(backend, fmt, cfg.prompt, cfg.response_a, cfg.sampling_params(), cfg.assistant_prefill)
+        return judge_pairs(backend, fmt, [(cfg.prompt, cfg.response_a, cfg.response_b)], cfg.sampling_params(),
+                           cfg.assistant_prefill)[0]
     finally:
         backend.close()
 
