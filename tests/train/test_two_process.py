@@ -17,6 +17,15 @@ from conftest import CPU_FLAGS
 REPO = Path(__file__).resolve().parents[2]
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on now (the OS picks it)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.mark.slow
 def test_two_processes_keep_pairs_together(tiny_model, tmp_path):
     from tiny import write_pairs
@@ -27,7 +36,9 @@ def test_two_processes_keep_pairs_together(tiny_model, tmp_path):
     cmd = [
         # `--cpu --num_processes 2` starts ONE process in accelerate 1.15 unless MPI is set up; the
         # torchrun launcher (--multi_gpu) with the trainer's --use_cpu gives 2 gloo CPU processes.
+        # A free port, not torchrun's fixed default 29500, which another job on the machine may hold.
         str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+        "--main_process_port", str(free_port()),
         "--dynamo_backend", "no", "-m", "j1.cli.main", "train",
         "--train_file", str(pairs), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         # G = 3 rollouts; 6 rows per micro-batch, 2 accumulation steps (= steps_per_generation): one
