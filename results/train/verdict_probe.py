@@ -41,12 +41,14 @@ def load_model(base: str, path: str):
 def forced_text(tokenizer, row: dict, thought) -> str:
     """The judge prompt of ``row`` followed by the completion up to the verdict letter, in the
     warm-up's target layout: ``<think>`` thought ``</think>``, newline, ``<answer>[[``. ``thought`` is a
-    fixed string or a function of the row."""
+    fixed string or a function of the row. The same text as ``--assistant_prefill`` with that start
+    (``j1.chat``): run 16 of results/train trained the very distribution this reads."""
+    from j1.chat import render, with_prefill
     from j1.formats import get_format
 
     answer_prefix = get_format("pav").answer_template.split("{verdict}")[0]  # "<answer>[["
-    return (tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
-            + f"<think>{thought(row) if callable(thought) else thought}</think>\n{answer_prefix}")
+    head = f"<think>{thought(row) if callable(thought) else thought}</think>\n{answer_prefix}"
+    return render(tokenizer, with_prefill(row["prompt"], head))
 
 
 def make_thought(pairs, quote_words: int):

@@ -14,6 +14,11 @@ from collections.abc import Sequence
 from j1.formats.base import Messages
 
 
+def _continues(messages: Sequence[dict]) -> bool:
+    """Whether the last message is the assistant's: the one a model continues instead of answering."""
+    return bool(messages) and messages[-1].get("role") == "assistant"
+
+
 def prefill(messages: Sequence[dict]) -> str:
     """The text the assistant's answer is fixed to start with: the content of a final assistant
     message, or "" when the last message is not the assistant's.
@@ -23,9 +28,7 @@ def prefill(messages: Sequence[dict]) -> str:
     >>> prefill([{"role": "user", "content": "hi"}])
     ''
     """
-    if messages and messages[-1].get("role") == "assistant":
-        return messages[-1].get("content") or ""
-    return ""
+    return (messages[-1].get("content") or "") if _continues(messages) else ""
 
 
 def with_prefill(messages: Messages, text: str | None) -> Messages:
@@ -36,7 +39,7 @@ def with_prefill(messages: Messages, text: str | None) -> Messages:
     """
     if not text:
         return messages
-    if messages and messages[-1].get("role") == "assistant":
+    if _continues(messages):
         raise ValueError("the prompt already ends with an assistant message; cannot add a second prefill")
     return [*messages, {"role": "assistant", "content": text}]
 
@@ -44,7 +47,7 @@ def with_prefill(messages: Messages, text: str | None) -> Messages:
 def render(tokenizer, messages: Sequence[dict]) -> str:
     """The prompt text a model continues: the chat template with the generation prompt, or, when the
     last message is the assistant's, that message left open (``continue_final_message``)."""
-    if messages and messages[-1].get("role") == "assistant":
+    if _continues(messages):
         return tokenizer.apply_chat_template(
             list(messages), add_generation_prompt=False, continue_final_message=True, tokenize=False
         )

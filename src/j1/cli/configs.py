@@ -319,9 +319,8 @@ class TrainConfig:
     template: str = template_field()
     assistant_prefill: str | None = field(
         default=None,
-        metadata={"help": PREFILL_HELP.replace("the model writes it all.", "the policy writes it all. The "
-                  "prefill is part of the prompt: only the continuation is sampled and trained, and the rewards "
-                  "read prefill + continuation.")},
+        metadata={"help": PREFILL_HELP + " In training the prefill is part of the prompt: only the continuation "
+                  "is sampled and trained, and the rewards read prefill + continuation."},
     )
     consistency: str = field(default="expected", metadata={"help": "Consistency reward mode: expected or index."})
     correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
