@@ -8,10 +8,15 @@ plain run uses TRL's own ``think_format_reward``.
 
 Step-time differences between two runs on a shared CPU are noisy, so the j1 additions are also
 timed directly (wall time inside them, summed) and reported as a share of j1's step time: that
-share is the number the 5% budget of issue #5 is checked against.
+share is the number the 5% budget of issue #5 is checked against. That j1 run leaves TRL's
+per-rollout encoding in place (``share_prompt_prefix=False``); a third run turns it on
+(``j1.sharedprefix``: each distinct prompt encoded once for its G rollouts, in generation and in
+the loss pass) and its step time is reported beside the other two.
 
     flock /tmp/j1-heavy.lock .venv/bin/python bench/bench_train_step.py --steps 3
     .venv/bin/python bench/bench_train_step.py --model tests-tiny   # tiny random model, seconds
+    # real judge prompts (~600 tokens), a verdict-sized completion, 8 rollouts per prompt:
+    .venv/bin/python bench/bench_train_step.py --llmbar 2 --num_generations 8 --batch 32 --max_completion_length 8
 """
 
 from __future__ import annotations
@@ -25,6 +30,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+LLMBAR = REPO.parent / "shared" / "data" / "llmbar_dev.jsonl"
+
+
+def llmbar_pairs(n: int, out: Path) -> Path:
+    """The first ``n`` LLMBar dev items as a chosen/rejected pair file (real, long judge prompts)."""
+    with LLMBAR.open() as src, out.open("w") as dst:
+        for i, line in zip(range(n), src, strict=False):
+            row = json.loads(line)
+            good, bad = (row["output_1"], row["output_2"]) if row["label"] == 1 else (row["output_2"], row["output_1"])
+            dst.write(json.dumps({"id": f"llmbar-{i}", "prompt": row["input"], "chosen": good, "rejected": bad,
+                                  "kind": "bench", "source": "llmbar_dev", "meta": {}}) + "\n")
+    return out
 
 
 class Timer:
@@ -83,6 +100,8 @@ def main(argv=None) -> int:
     p.add_argument("--num_generations", type=int, default=4)
     p.add_argument("--batch", type=int, default=16, help="rows per step (pairs x 2 orders x G)")
     p.add_argument("--max_completion_length", type=int, default=64)
+    p.add_argument("--llmbar", type=int, default=0,
+                   help="use this many LLMBar dev pairs (../shared/data) instead of the short test pairs")
     p.add_argument("--json", default=None, help="also write the numbers here")
     a = p.parse_args(argv)
 
@@ -93,7 +112,7 @@ def main(argv=None) -> int:
     import j1.train.trl_grpo as tg
     from j1.models import resolve_model
     from j1.rewards import make_reward_funcs
-    from j1.train.data import build_rows, load_pairs
+    from j1.train.data import build_rows, load_pairs, prompt_tokens
 
     tmp = Path(tempfile.mkdtemp(prefix="j1-bench-"))
     if a.model == "tests-tiny":
@@ -104,7 +123,8 @@ def main(argv=None) -> int:
     else:
         model = resolve_model(a.model)
     tokenizer = tg.load_tokenizer(model)
-    pairs = load_pairs(REPO / "tests" / "train" / "fixtures" / "pairs.jsonl")
+    pairs = load_pairs(llmbar_pairs(a.llmbar, tmp / "pairs.jsonl") if a.llmbar
+                       else REPO / "tests" / "train" / "fixtures" / "pairs.jsonl")
     rows, _ = build_rows(pairs, "pav")
     data = Dataset.from_list(rows)
 
@@ -124,26 +144,41 @@ def main(argv=None) -> int:
     tg.check_units, tg.pair_advantages = timer.wrap(tg.check_units), timer.wrap(tg.pair_advantages)
     try:
         j1 = tg.J1GRPOTrainer(model=model, reward_funcs=[TimedReward(f, timer) for f in funcs], args=args,
-                              train_dataset=data, processing_class=tokenizer)
+                              train_dataset=data, processing_class=tokenizer, share_prompt_prefix=False)
         j1.train()
     finally:
         tg.check_units, tg.pair_advantages = orig
     t_j1 = step_times(j1)
     steps_total = len(t_j1) + 1
     overhead_per_step = timer.seconds / steps_total
+    del j1
+
+    # j1 with each prompt encoded once for its rollouts (the default)
+    args = grpo_args(str(tmp / "j1-shared"), a)
+    args.reward_weights = weights
+    shared = tg.J1GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data,
+                              processing_class=tokenizer, share_prompt_prefix=True)
+    shared.train()
+    t_shared = step_times(shared)
 
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     result = {
-        "model": a.model or "smollm2-135m", "rows_per_step": a.batch, "num_generations": a.num_generations,
+        "model": a.model or "smollm2-135m", "pairs": f"llmbar_dev[:{a.llmbar}]" if a.llmbar else "tests",
+        "prompt_tokens_mean": round(sum(prompt_tokens(tokenizer, r["prompt"]) for r in rows) / len(rows), 1),
+        "rows_per_step": a.batch, "num_generations": a.num_generations,
         "max_completion_length": a.max_completion_length, "timed_steps": a.steps,
         "plain_trl_step_s": round(mean(t_plain), 3), "j1_step_s": round(mean(t_j1), 3),
         "ratio_j1_over_plain": round(mean(t_j1) / mean(t_plain), 4),
+        "j1_shared_prompt_step_s": round(mean(t_shared), 3),
+        "ratio_shared_over_j1": round(mean(t_shared) / mean(t_j1), 4),
         "j1_logic_s_per_step": round(overhead_per_step, 5),
         "j1_logic_share_of_step": round(overhead_per_step / mean(t_j1), 5),
     }
     print(f"plain TRL GRPO step : {result['plain_trl_step_s']:.2f} s")
     print(f"j1 GRPO step        : {result['j1_step_s']:.2f} s")
     print(f"ratio j1 / plain    : {result['ratio_j1_over_plain']:.3f}")
+    print(f"j1, prompts shared  : {result['j1_shared_prompt_step_s']:.2f} s "
+          f"({result['ratio_shared_over_j1']:.3f} of the j1 step)")
     print(f"j1 pairing+reward logic: {overhead_per_step * 1000:.1f} ms/step = "
           f"{100 * result['j1_logic_share_of_step']:.2f}% of the j1 step (budget 5%)")
     if a.json:

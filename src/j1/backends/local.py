@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+from j1 import sharedprefix
 from j1.backends.base import Backend, Completion, Messages, SamplingParams, Usage, prompt_seed
 from j1.chat import prefill, render
 from j1.models import display_name, resolve_model
@@ -103,7 +104,6 @@ class LocalBackend(Backend):
 
     def _generate(self, texts: list[str], params: SamplingParams, seed: int) -> list[list[Completion]]:
         import torch
-        from transformers import DynamicCache
 
         t0 = time.perf_counter()
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
@@ -123,17 +123,9 @@ class LocalBackend(Backend):
                     input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw
                 )
             else:
-                # Shared prefill: encode all but the last prompt token once, then fan the cache out.
-                cache = DynamicCache(config=self.model.config)
-                pos = (mask.cumsum(-1) - 1).clamp(min=0)
-                self.model(
-                    input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1],
-                    cache=cache, use_cache=True,
-                )
-                cache.batch_repeat_interleave(n)
-                out = self.model.generate(
-                    input_ids=ids.repeat_interleave(n, 0), attention_mask=mask.repeat_interleave(n, 0),
-                    cache=cache, **gen_kw,
+                # Shared prefill: each prompt encoded once for its n samples (j1.sharedprefix).
+                out = sharedprefix.generate(
+                    self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), **gen_kw
                 )
         new = out[:, ids.shape[1]:]
         eos = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}

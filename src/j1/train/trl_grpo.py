@@ -46,6 +46,7 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from j1 import sharedprefix
 from j1.chat import prefill, render
 from j1.rewards.core import format_reward, judge_rollout, shown_positions
 from j1.rewards.trl_funcs import ROLLOUT_COLUMNS, rollouts_from_kwargs
@@ -312,12 +313,15 @@ class J1GRPOTrainer(GRPOTrainer):
     ``answer_markers`` (judge format name -> closing tag: drop the tokens after it from the loss;
     None keeps TRL's loss on every generated token) and ``answer_openers`` (judge format name ->
     opening tag: also drop the tokens before the answer; needs ``answer_markers``) and
-    ``stop_advantage`` (float > 0 or None, needs ``answer_markers``: see ``stop_advantages``)."""
+    ``stop_advantage`` (float > 0 or None, needs ``answer_markers``: see ``stop_advantages``) and
+    ``share_prompt_prefix`` (bool, default True: see ``_generate_single_turn``)."""
 
     def __init__(self, *args, pair_advantages: bool = True, couple_advantages: bool = False,
                  invalid_advantage: float | None = None, position_balance: float = 0.0,
                  reward_trace_dir: str | None = None, answer_markers: dict[str, str] | None = None,
-                 answer_openers: dict[str, str] | None = None, stop_advantage: float | None = None, **kwargs):
+                 answer_openers: dict[str, str] | None = None, stop_advantage: float | None = None,
+                 share_prompt_prefix: bool = True, **kwargs):
+        self.share_prompt_prefix = share_prompt_prefix
         if stop_advantage is not None and (not answer_markers or stop_advantage <= 0):
             raise ValueError(f"stop_advantage {stop_advantage}: must be > 0, with answer_markers (a closing tag to stop at)")
         self.stop_advantage = stop_advantage
@@ -386,6 +390,61 @@ class J1GRPOTrainer(GRPOTrainer):
             return super()._tokenize_prompts(prompts)
         tok = self.processing_class
         return [tok(render(tok, p), add_special_tokens=False)["input_ids"] for p in prompts], None, {}
+
+    def _shares_prefix(self, **extra) -> bool:
+        """Whether the shared-prompt paths apply: text-only rows, transformers generation."""
+        return (self.share_prompt_prefix and not self.use_vllm and not self.use_transformers_continuous_batching
+                and not any(v is not None and (not isinstance(v, dict) or v) for v in extra.values()))
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        # TRL's transformers path hands ``generate`` every rollout's copy of its prompt, so a judge
+        # prompt is encoded G times for G short completions. Here each distinct prompt is encoded
+        # once and its cache fanned out (j1.sharedprefix); the sampling is otherwise TRL's.
+        if not self._shares_prefix(images=images, multimodal_fields=multimodal_fields) or has_tool_images:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        from trl.models import unwrap_model_for_generation
+        from trl.trainer.utils import pad
+
+        device = self.accelerator.device
+        rows = [torch.tensor(ids) for ids in prompt_ids]
+        ids = pad(rows, padding_value=self._tokenizer.pad_token_id, padding_side="left",
+                  pad_to_multiple_of=self.pad_to_multiple_of).to(device)
+        mask = pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left",
+                   pad_to_multiple_of=self.pad_to_multiple_of).to(device)
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+            self._dist.summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            out = sharedprefix.generate(unwrapped_model, ids, mask, generation_config=self.generation_config)
+        completions = out[:, ids.shape[1]:].cpu()
+        eos = set(self.eos_token_ids)
+        completion_ids = []
+        for row in completions.tolist():
+            # Up to and including the first EOS, as TRL keeps it.
+            end = next((k + 1 for k, t in enumerate(row) if t in eos), len(row))
+            completion_ids.append(row[:end])
+        return completion_ids, None
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **extra):
+        # The same log-probs as TRL's pass, with each distinct prompt of a chunk encoded once.
+        if compute_aux_loss or not self._shares_prefix(**extra):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
+        with self.accelerator.autocast():
+            logps, entropies = sharedprefix.completion_logps(
+                model, self.accelerator.unwrap_model(model), input_ids, attention_mask, logits_to_keep,
+                batch_size=batch_size, compute_entropy=compute_entropy,
+            )
+        return logps, entropies, None
 
     def _generate_and_score_completions(self, inputs):
         training = self.model.training
@@ -588,6 +647,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()) -> tuple[J1GRPO
                         if j1cfg.stop_at_answer or j1cfg.answer_only_loss else None),
         answer_openers=answer_markers(j1cfg.formulation, opening=True) if j1cfg.answer_only_loss else None,
         stop_advantage=j1cfg.stop_advantage,
+        share_prompt_prefix=j1cfg.share_prompt_prefix,
     )
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
             "reward_weights": weights, **counts}

@@ -1,0 +1,97 @@
+"""Encode each distinct prompt once, then fan its KV cache out to every sequence that starts with it.
+
+A judge prompt is long (hundreds of tokens) and its completions, with G of them per prompt, may be
+short: with a verdict prefill only a few tokens are sampled. Generating or scoring G copies of
+prompt + completion encodes the same prompt G times. Here the rows of a batch that share their
+prompt columns (token ids and padding mask) are encoded once, all but the last prompt token, and
+the cache is indexed out to every row; the last prompt token and the completion then run on top.
+Causal attention makes this the same computation as the full rows, for 1/G of the prompt cost, and
+gradients flow back through the shared encoding (the cache's index is differentiable).
+
+Used by ``LocalBackend`` (generation) and by ``J1GRPOTrainer`` (TRL's generation and its log-prob
+passes), where the rollouts of a prompt sit in one batch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def unique_rows(*columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct rows of the column blocks taken side by side.
+
+    Returns:
+        (first, inverse): ``first[u]`` is the index of the first row of distinct row u (in order of
+        first appearance) and ``inverse[i]`` the distinct row of row i, so that
+        ``rows[first][inverse] == rows``.
+    """
+    rows = torch.cat([c.reshape(c.shape[0], -1).long() for c in columns], dim=1).tolist()
+    seen: dict[tuple, int] = {}
+    first: list[int] = []
+    inverse: list[int] = []
+    for i, row in enumerate(rows):
+        key = tuple(row)
+        if key not in seen:
+            seen[key] = len(first)
+            first.append(i)
+        inverse.append(seen[key])
+    device = columns[0].device
+    return torch.tensor(first, dtype=torch.long, device=device), torch.tensor(inverse, dtype=torch.long, device=device)
+
+
+def prefix_cache(model, ids: torch.Tensor, mask: torch.Tensor, *, position_ids: torch.Tensor | None = None):
+    """A DynamicCache holding ``ids`` (rows x prefix columns) encoded once per distinct row and
+    indexed out to every row; gradients flow when called with grad enabled."""
+    from transformers import DynamicCache
+
+    first, inverse = unique_rows(ids, mask)
+    cache = DynamicCache(config=getattr(model, "config", None))
+    model(
+        input_ids=ids[first], attention_mask=mask[first],
+        position_ids=None if position_ids is None else position_ids[first],
+        cache=cache, use_cache=True, logits_to_keep=1,
+    )
+    if not torch.equal(inverse, first):  # else every row is distinct and in place
+        cache.batch_select_indices(inverse)
+    return cache
+
+
+def generate(model, ids: torch.Tensor, mask: torch.Tensor, **generate_kwargs) -> torch.Tensor:
+    """``model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)`` with each distinct
+    left-padded prompt row encoded once. Returns prompt + new tokens, as ``generate`` does."""
+    if ids.shape[1] < 2:
+        return model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)
+    # Positions as generate counts them (from the padding mask), so the continuation lines up.
+    pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        cache = prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+    return model.generate(input_ids=ids, attention_mask=mask, cache=cache, **generate_kwargs)
+
+
+def completion_logps(
+    model, prefix_model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
+    *, batch_size: int | None = None, compute_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """TRL's per-token log-probs (and entropies) of the last ``logits_to_keep`` columns (the
+    completion) of each row, with the prompt columns encoded once per distinct prompt.
+
+    ``model`` must carry TRL's fused LM head (``add_fused_lm_head``: it applies the sampling
+    temperature); ``prefix_model`` is the same model unwrapped from DDP, for the prompt pass
+    (calling a DDP module twice before one backward is not allowed; its reducer still sees every
+    gradient, the parameters being the same). Rows are processed ``batch_size`` at a time, as TRL does.
+    """
+    split = input_ids.shape[1] - logits_to_keep - 1  # every prompt column but the last
+    size = batch_size or input_ids.shape[0]
+    logps, entropies = [], []
+    for start in range(0, input_ids.shape[0], size):
+        ids, mask = input_ids[start:start + size], attention_mask[start:start + size]
+        cache = prefix_cache(prefix_model, ids[:, :split], mask[:, :split]) if split > 0 else None
+        tail = ids[:, max(split, 0):]
+        # The first tail column (the last prompt token) only predicts; TRL's labels skip the prompt.
+        labels = tail.masked_fill(mask[:, max(split, 0):] == 0, -100)
+        labels[:, 0] = -100
+        out = model(input_ids=tail, attention_mask=mask, cache=cache, labels=labels, fused_lm_head=True)
+        logps.append(out.log_probs[:, -logits_to_keep:])
+        if compute_entropy:
+            entropies.append(out.entropy[:, -logits_to_keep:])
+    return torch.cat(logps), torch.cat(entropies) if compute_entropy else None
