@@ -46,6 +46,10 @@ def main() -> None:
     ap.add_argument("--quote-words", type=int, default=0,
                     help="the thought quotes the first N words of the request and of each shown response "
                          "(j1 warmup --thoughts quote); 0 = the fixed generic thought")
+    ap.add_argument("--rl", type=int, default=0,
+                    help="G > 0: replace the cross-entropy by run 16/17's RL update in this same harness: G letters "
+                         "sampled per order from the model, correctness reward, advantages within each couple "
+                         "(sample k of AB with sample k of BA), loss -mean(advantage x log p(sampled letter))")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.manual_seed(args.seed)
@@ -101,7 +105,10 @@ def main() -> None:
         model.train()
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         logits = model(**enc).logits[:, -1, :]  # left padding: the last position is the verdict letter
-        loss = torch.nn.functional.cross_entropy(logits.float(), target)
+        if args.rl:
+            loss = couple_pg_loss(logits.float(), target, args.rl)
+        else:
+            loss = torch.nn.functional.cross_entropy(logits.float(), target)
         # Before the update, every pair of the first epoch is unseen: its A-vs-B choice is an
         # on-policy held-out measure, one per step for free.
         with torch.no_grad():
@@ -115,6 +122,20 @@ def main() -> None:
         opt.zero_grad()
         if step % args.eval_every == 0:
             evaluate(step, time.time() - t0)
+
+
+def couple_pg_loss(logits: torch.Tensor, target: torch.Tensor, g: int) -> torch.Tensor:
+    """RL's update on the verdict letter, in expectation what run 16/17 do: rows come as (AB, BA) per
+    pair; G letters are sampled per row from the full softmax; reward 1 for the better response's
+    letter; each couple (sample k of AB, sample k of BA) is normalised on its own (mean 0, std 1,
+    zero when both agree); loss = -mean(advantage x log p(sample))."""
+    logp = torch.log_softmax(logits, dim=-1)  # (rows, vocab)
+    samples = torch.multinomial(logp.exp().detach(), g, replacement=True)  # (rows, G)
+    reward = (samples == target[:, None]).float().view(-1, 2, g)  # (pairs, order, G)
+    mean = reward.mean(dim=1, keepdim=True)
+    std = reward.std(dim=1, keepdim=True)  # unbiased over the couple's 2 samples, as TRL
+    adv = ((reward - mean) / (std + 1e-4)).view(-1, g)
+    return -(adv * logp.gather(1, samples)).mean()
 
 
 if __name__ == "__main__":
