@@ -102,6 +102,25 @@ def test_log_probs_entropies_and_gradients_match_trl(trainer, batch_size):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
 
 
+def test_gradient_checkpointing_keeps_trls_pass(trainer):
+    """A checkpointed layer drops the KV cache in a training pass with grad (it would replay the
+    layer): there the log-probs must still be TRL's, not those of completions cut off their prompt."""
+    _, ids, mask, c = _batch(trainer.processing_class, COMPLETIONS)
+    model = trainer.model
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    try:
+        ref = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, ids, mask, c)[0]
+        got = trainer._get_per_token_logps_and_entropies(model, ids, mask, c)[0]
+        torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+        with torch.no_grad():  # no replay without grad: the shared pass applies and agrees
+            torch.testing.assert_close(trainer._get_per_token_logps_and_entropies(model, ids, mask, c)[0],
+                                       ref.detach(), atol=1e-5, rtol=1e-5)
+    finally:
+        model.gradient_checkpointing_disable()
+        model.eval()
+
+
 def test_sampled_completions_match_trl(trainer):
     """Same seed, same tokens: the shared pass changes the cost, not the draw (up to the EOS,
     which both keep)."""

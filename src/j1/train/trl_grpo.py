@@ -434,8 +434,12 @@ class J1GRPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **extra):
-        # The same log-probs as TRL's pass, with each distinct prompt of a chunk encoded once.
-        if compute_aux_loss or not self._shares_prefix(**extra):
+        # The same log-probs as TRL's pass, with each distinct prompt of a chunk encoded once. A
+        # checkpointed layer drops the KV cache when it will replay (training, grad on), so that
+        # pass stays TRL's own.
+        checkpointed = torch.is_grad_enabled() and model.training and any(
+            getattr(m, "gradient_checkpointing", False) for m in model.modules())
+        if compute_aux_loss or checkpointed or not self._shares_prefix(**extra):
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
