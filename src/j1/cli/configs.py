@@ -383,8 +383,8 @@ class TrainConfig:
         default=True,
         metadata={"help": "Encode each distinct judge prompt once for its rollouts, in generation and in the "
                   "log-prob passes, and fan its KV cache out (j1.sharedprefix): the same numbers as TRL's "
-                  "per-rollout encoding, for 1/G of the prompt cost. Transformers generation only (not vLLM); "
-                  "false = TRL's own passes."},
+                  "per-rollout encoding, for 1/G of the prompt cost. Transformers generation only (not vLLM); a "
+                  "training pass under gradient checkpointing stays TRL's own; false = TRL's own passes."},
     )
     pair_seed: int = field(
         default=0, metadata={"help": "Seed for which side the chosen response is shown on (chosen/rejected input)."}
