@@ -39,6 +39,14 @@ def unique_rows(*columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(first, dtype=torch.long, device=device), torch.tensor(inverse, dtype=torch.long, device=device)
 
 
+def drops_cache(model) -> bool:
+    """Whether this forward would run without a KV cache: a gradient-checkpointed layer drops it in
+    a training pass with grad on, because it replays the layer on backward. A shared prompt would
+    then be silently cut off from its completions."""
+    return torch.is_grad_enabled() and model.training and any(
+        getattr(m, "gradient_checkpointing", False) for m in model.modules())
+
+
 def prefix_cache(model, ids: torch.Tensor, mask: torch.Tensor, *, position_ids: torch.Tensor | None = None):
     """A DynamicCache holding ``ids`` (rows x prefix columns) encoded once per distinct row and
     indexed out to every row; gradients flow when called with grad enabled."""
@@ -80,6 +88,8 @@ def completion_logps(
     (calling a DDP module twice before one backward is not allowed; its reducer still sees every
     gradient, the parameters being the same). Rows are processed ``batch_size`` at a time, as TRL does.
     """
+    if drops_cache(prefix_model):
+        raise ValueError("gradient checkpointing drops the KV cache in this pass; use the unshared pass")
     split = input_ids.shape[1] - logits_to_keep - 1  # every prompt column but the last
     size = batch_size or input_ids.shape[0]
     logps, entropies = [], []

@@ -113,6 +113,8 @@ def test_gradient_checkpointing_keeps_trls_pass(trainer):
         ref = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, ids, mask, c)[0]
         got = trainer._get_per_token_logps_and_entropies(model, ids, mask, c)[0]
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+        with pytest.raises(ValueError, match="drops the KV cache"):  # called directly, it refuses
+            sharedprefix.completion_logps(model, model, ids, mask, c)
         with torch.no_grad():  # no replay without grad: the shared pass applies and agrees
             torch.testing.assert_close(trainer._get_per_token_logps_and_entropies(model, ids, mask, c)[0],
                                        ref.detach(), atol=1e-5, rtol=1e-5)

@@ -391,16 +391,16 @@ class J1GRPOTrainer(GRPOTrainer):
         tok = self.processing_class
         return [tok(render(tok, p), add_special_tokens=False)["input_ids"] for p in prompts], None, {}
 
-    def _shares_prefix(self, **extra) -> bool:
+    def _shares_prefix(self, text_only: bool) -> bool:
         """Whether the shared-prompt paths apply: text-only rows, transformers generation."""
-        return (self.share_prompt_prefix and not self.use_vllm and not self.use_transformers_continuous_batching
-                and not any(v is not None and (not isinstance(v, dict) or v) for v in extra.values()))
+        return (text_only and self.share_prompt_prefix and not self.use_vllm
+                and not self.use_transformers_continuous_batching)
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         # TRL's transformers path hands ``generate`` every rollout's copy of its prompt, so a judge
         # prompt is encoded G times for G short completions. Here each distinct prompt is encoded
         # once and its cache fanned out (j1.sharedprefix); the sampling is otherwise TRL's.
-        if not self._shares_prefix(images=images, multimodal_fields=multimodal_fields) or has_tool_images:
+        if not self._shares_prefix(images is None and not multimodal_fields and not has_tool_images):
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                  has_tool_images)
         from trl.models import unwrap_model_for_generation
@@ -434,12 +434,10 @@ class J1GRPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **extra):
-        # The same log-probs as TRL's pass, with each distinct prompt of a chunk encoded once. A
-        # checkpointed layer drops the KV cache when it will replay (training, grad on), so that
-        # pass stays TRL's own.
-        checkpointed = torch.is_grad_enabled() and model.training and any(
-            getattr(m, "gradient_checkpointing", False) for m in model.modules())
-        if compute_aux_loss or checkpointed or not self._shares_prefix(**extra):
+        # The same log-probs as TRL's pass, with each distinct prompt of a chunk encoded once. Under
+        # gradient checkpointing the training pass has no KV cache, so it stays TRL's own.
+        text_only = not compute_aux_loss and all(v is None for v in extra.values())
+        if not self._shares_prefix(text_only) or sharedprefix.drops_cache(model):
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
