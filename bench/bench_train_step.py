@@ -69,6 +69,7 @@ class TimedReward:
 
     def __init__(self, fn, timer: Timer):
         self.fn, self.timer, self.__name__ = fn, timer, fn.__name__
+        self.scorer = fn.scorer  # the batch parse the trainer's advantage step reads
 
     def __call__(self, *args, **kwargs):
         return self.timer.wrap(self.fn)(*args, **kwargs)
@@ -110,9 +111,10 @@ def main(argv=None) -> int:
     from trl.rewards import think_format_reward
 
     import j1.train.trl_grpo as tg
-    from j1.models import resolve_model
+    from j1.models import load_tokenizer, resolve_model
     from j1.rewards import make_reward_funcs
     from j1.train.data import build_rows, load_pairs, prompt_tokens
+    from j1.train.options import J1Options
 
     tmp = Path(tempfile.mkdtemp(prefix="j1-bench-"))
     if a.model == "tests-tiny":
@@ -122,7 +124,7 @@ def main(argv=None) -> int:
         model = str(build_tiny_model(tmp / "tiny"))
     else:
         model = resolve_model(a.model)
-    tokenizer = tg.load_tokenizer(model)
+    tokenizer = load_tokenizer(model)
     pairs = load_pairs(llmbar_pairs(a.llmbar, tmp / "pairs.jsonl") if a.llmbar
                        else REPO / "tests" / "train" / "fixtures" / "pairs.jsonl")
     rows, _ = build_rows(pairs, "pav")
@@ -140,14 +142,15 @@ def main(argv=None) -> int:
     funcs, weights = make_reward_funcs("pav")
     args = grpo_args(str(tmp / "j1"), a)
     args.reward_weights = weights
-    orig = (tg.check_units, tg.pair_advantages)
-    tg.check_units, tg.pair_advantages = timer.wrap(tg.check_units), timer.wrap(tg.pair_advantages)
+    orig = (tg.check_units, tg.verdict_advantages)
+    tg.check_units, tg.verdict_advantages = timer.wrap(tg.check_units), timer.wrap(tg.verdict_advantages)
     try:
         j1 = tg.J1GRPOTrainer(model=model, reward_funcs=[TimedReward(f, timer) for f in funcs], args=args,
-                              train_dataset=data, processing_class=tokenizer, share_prompt_prefix=False)
+                              train_dataset=data, processing_class=tokenizer,
+                              options=J1Options(share_prompt_prefix=False))
         j1.train()
     finally:
-        tg.check_units, tg.pair_advantages = orig
+        tg.check_units, tg.verdict_advantages = orig
     t_j1 = step_times(j1)
     steps_total = len(t_j1) + 1
     overhead_per_step = timer.seconds / steps_total
@@ -157,7 +160,7 @@ def main(argv=None) -> int:
     args = grpo_args(str(tmp / "j1-shared"), a)
     args.reward_weights = weights
     shared = tg.J1GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data,
-                              processing_class=tokenizer, share_prompt_prefix=True)
+                              processing_class=tokenizer, options=J1Options(share_prompt_prefix=True))
     shared.train()
     t_shared = step_times(shared)
 

@@ -1,13 +1,21 @@
 """Every YAML under configs/ parses with its command's config classes (a recursive glob, so no file
-is skipped). The folder names the command; a new folder must be added to PARSERS."""
+is skipped). The folder names the command; a new folder must be added to PARSERS.
+
+The shipped configs chain (synth -> mix -> warmup -> train -> eval): every path a config reads is a
+Hugging Face id, a file that ships in the repository, or what another shipped config writes."""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
 YAMLS = sorted(p for p in CONFIGS.rglob("*") if p.suffix in {".yaml", ".yml"})
 # Files a GPU machine needs (bf16): here they are parsed with --bf16 false --use_cpu true appended,
 # which checks every other key; the gpu-marked test parses them unchanged.
@@ -40,8 +48,9 @@ def _single(cls_name: str):
 
 
 def _synth(path: Path, extra=()):
-    kind = path.stem.split("_")[0]  # math_*.yaml, chat_*.yaml, mix*.yaml
-    cls = {"math": "SynthMathConfig", "chat": "SynthChatConfig", "mix": "MixConfig"}[kind]
+    kind = path.stem.split("_")[0]  # math_*.yaml, chat_*.yaml, mismatch_*.yaml, mix*.yaml
+    cls = {"math": "SynthMathConfig", "chat": "SynthChatConfig", "mismatch": "SynthMismatchConfig",
+           "mix": "MixConfig"}[kind]
     return _single(cls)(path, extra)
 
 
@@ -64,10 +73,13 @@ def _gpu_file(path: Path) -> bool:
 def test_configs_are_all_found():
     # The recursive glob sees every folder; update the floor when configs are removed, never skip files.
     folders = {p.relative_to(CONFIGS).parts[0] for p in YAMLS}
-    assert {"train", "warmup", "accelerate"} <= folders
-    assert len([p for p in YAMLS if p.parent.name == "train"]) == 7  # 5 CPU formulations + 2 GPU recipes
-    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 5
-    assert len(YAMLS) == len(set(YAMLS)) >= 15
+    assert {"synth", "warmup", "train", "eval", "accelerate"} <= folders
+    # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 2 GPU recipes
+    assert len([p for p in YAMLS if p.parent.name == "train"]) == 7
+    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 5  # one per train config on CPU
+    assert len([p for p in YAMLS if p.parent.name == "synth"]) == 8
+    assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
+    assert len(YAMLS) == len(set(YAMLS)) == 26
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))
@@ -76,6 +88,11 @@ def test_config_parses(path):
     assert folder in PARSERS, f"configs/{folder}/ has no parser in tests/test_configs.py::PARSERS"
     extra = GPU_ONLY["bf16"] if _gpu_file(path) else ()
     PARSERS[folder](path, extra)
+
+
+def test_flags_override_yaml():
+    cfg = _synth(CONFIGS / "synth" / "math_gsm8k.yaml", ["--samples", "6"])
+    assert cfg.samples == 6 and cfg.max_new_tokens == 200  # the flag wins; other keys stay the YAML's
 
 
 @pytest.mark.gpu
@@ -96,3 +113,138 @@ def test_gpu_recipes_match_the_paper():
         # prompts per step: per-device rows x accumulation x GPUs / rollouts (8 GPUs; 16 for 32B)
         gpus = 8 if "8b" in name else 16
         assert grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps * gpus // 5 == 512
+
+
+# --- The chain ---------------------------------------------------------------------------------------
+# Fields a command reads a path or a model from; what each command writes is derived in _outputs.
+INPUT_FIELDS = ("source", "inputs", "train_file", "data", "model_name_or_path", "model", "verify_with", "embedder")
+EMBEDDED = {"embedded", "smollm2-135m"}  # names of the model that ships with j1
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?")  # owner/name, an optional :config
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def _outputs(cfg: dict) -> set[str]:
+    """The paths a config's command writes: out (a file or a run folder), out_dir/{train,heldout}.jsonl
+    (j1 synth mix), output_dir and output_dir/final (j1 warmup writes the model in output_dir, j1 train
+    in output_dir/final)."""
+    found = set()
+    if cfg.get("out"):
+        found.add(cfg["out"])
+    if cfg.get("out_dir"):
+        found |= {f"{cfg['out_dir']}/train.jsonl", f"{cfg['out_dir']}/heldout.jsonl"}
+    if cfg.get("output_dir"):
+        found |= {cfg["output_dir"], f"{cfg['output_dir']}/final"}
+    return {str(Path(p)) for p in found}
+
+
+def _inputs(cfg: dict) -> list[tuple[str, str]]:
+    """(field, value) for every path or model a config reads; ``inputs`` entries lose their ``:N``."""
+    pairs = []
+    for name in INPUT_FIELDS:
+        values = cfg.get(name)
+        for value in values if isinstance(values, list) else [values]:
+            if value is None:
+                continue
+            value = str(value)
+            if name == "inputs":
+                value = re.sub(r":(\d+|all)$", "", value)
+            pairs.append((name, value))
+    return pairs
+
+
+def _is_hub_id(value: str) -> bool:
+    """owner/name[:config] and not a path: no file suffix, not under runs/ or a parent folder."""
+    return bool(HUB_ID.fullmatch(value)) and not value.startswith(("runs/", "../", "./")) \
+        and Path(value.split(":")[0]).suffix not in {".jsonl", ".json", ".parquet", ".yaml"}
+
+
+def chain_errors(configs_dir: Path, repo: Path = REPO) -> list[str]:
+    """Every input of every YAML under ``configs_dir`` that is neither a hub id, nor a file shipped in
+    ``repo``, nor written by another config there; one message per offending field."""
+    configs = {p: _load(p) for p in sorted(configs_dir.rglob("*.yaml"))}
+    writers = {out: p for p, cfg in configs.items() for out in _outputs(cfg)}
+    errors = []
+    for path, cfg in configs.items():
+        for name, value in _inputs(cfg):
+            norm = str(Path(value))
+            shipped = not value.startswith("/") and (repo / value).resolve().is_relative_to(repo) \
+                and (repo / value).exists() and not value.startswith("runs/")
+            writer = writers.get(norm)
+            if value in EMBEDDED or _is_hub_id(value) or shipped or (writer is not None and writer != path):
+                continue
+            errors.append(f"{path.relative_to(configs_dir)}: {name}: {value!r} is not a hub id, a file in the "
+                          "repository, or the output of another shipped config")
+    return errors
+
+
+def test_configs_chain():
+    assert chain_errors(CONFIGS) == []
+
+
+BREAKS = {  # (config, field, bad value): a typo in a chained path, a local-only path, a missing step
+    "typo_in_train_file": ("train/j1_135m_cpu.yaml", "train_file", "runs/j1-135m/dta/train.jsonl"),
+    "shared_data_path": ("eval/judgebench_claude_pav.yaml", "data", "../shared/data/judgebench_dev.jsonl"),
+    "model_not_written": ("eval/j1_135m_heldout.yaml", "model", "runs/j1-135m/train/final2"),
+    "warmup_dir_typo": ("train/j1_135m_cpu.yaml", "model_name_or_path", "runs/j1-135m/warmp"),
+    "mix_input_typo": ("synth/mix_j1_135m.yaml", "inputs", ["runs/synth/mismatches.jsonl:all"]),
+    "absolute_path": ("synth/mismatch_gsm8k.yaml", "source", "/data/gsm8k_train.jsonl"),
+    "reads_its_own_output": ("synth/mix.yaml", "inputs", ["runs/synth/train.jsonl:all"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_configs_chain_catches_a_broken_path(tmp_path, name):
+    rel, field, value = BREAKS[name]
+    shutil.copytree(CONFIGS, tmp_path / "configs")
+    target = tmp_path / "configs" / rel
+    cfg = _load(target)
+    assert field in cfg, f"{rel} has no {field}: update BREAKS"
+    cfg[field] = value
+    target.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    errors = chain_errors(tmp_path / "configs")
+    assert len(errors) == 1 and errors[0].startswith(f"{rel}: {field}:"), errors
+
+
+def test_configs_chain_catches_a_missing_step(tmp_path):
+    shutil.copytree(CONFIGS, tmp_path / "configs")
+    (tmp_path / "configs" / "warmup" / "j1_135m.yaml").unlink()  # nothing writes runs/j1-135m/warmup now
+    assert chain_errors(tmp_path / "configs") == [
+        "train/j1_135m_cpu.yaml: model_name_or_path: 'runs/j1-135m/warmup' is not a hub id, a file in the "
+        "repository, or the output of another shipped config"]
+
+
+@pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))
+def test_config_comment_names_its_command(path):
+    # The leading comment gives the command line with this very file, so a renamed file cannot keep a
+    # stale command.
+    head = "".join(line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)[:12]
+                   if line.startswith("#"))
+    assert str(path.relative_to(REPO)) in head
+
+
+def test_j1_135m_recipe_is_the_measured_run():
+    """configs/train/j1_135m_cpu.yaml holds the settings of the run that learned (results/train/
+    pav-learn17/run.json), with its boolean options written as the named choices."""
+    cfg = _load(CONFIGS / "train" / "j1_135m_cpu.yaml")
+    run = json.loads((REPO / "results/train/pav-learn17/run.json").read_text(encoding="utf-8"))["config"]
+    j1, grpo, model = run["j1"], run["grpo"], run["model"]
+    assert (j1["pair_advantages"], j1["couple_advantages"]) == (True, True) and cfg["advantage_groups"] == "couple"
+    assert j1["answer_only_loss"] and cfg["loss_span"] == "answer"
+    same = {**{k: j1[k] for k in ("formulation", "template", "assistant_prefill", "consistency", "invalid_advantage",
+                                  "position_balance", "max_prompt_tokens", "lora_last_layers", "max_minutes")},
+            **{k: grpo[k] for k in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+                                    "max_completion_length", "temperature", "learning_rate", "lr_scheduler_type",
+                                    "warmup_steps", "beta", "max_steps", "save_steps", "gradient_checkpointing",
+                                    "seed")},
+            **{k: model[k] for k in ("dtype", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
+                                     "lora_target_modules")}}
+    assert {k: cfg[k] for k in same} == same
+    # The chain around it: the warm-up wording it was measured with, and eval with training's wording.
+    warmup = _load(CONFIGS / "warmup" / "j1_135m.yaml")
+    held = _load(CONFIGS / "eval" / "j1_135m_heldout.yaml")
+    assert warmup["template"] == "compact" and warmup["output_dir"] == cfg["model_name_or_path"]
+    assert (held["template"], held["assistant_prefill"]) == (cfg["template"], cfg["assistant_prefill"])
+    assert held["model"] == f"{cfg['output_dir']}/final" and held["temperature"] == 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from j1.formats import Parsed, Verdict, get_format
-from j1.judge import INCONSISTENT, assemble, combine_orders, majority, mean_scores, orient, to_sample
+from j1.judge import assemble, majority, mean_scores, to_sample
+from j1.pairs import INCONSISTENT, combine_orders, orient
 
 A, B, TIE, INV = "A", "B", "tie", "invalid"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Held-out judge metrics before and after a learning run (results/train/README.md):
+# Held-out judge metrics before and after a learning run (results/train/LOG.md):
 #   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/eval_learn.sh            # run 2
 # The held-out file is the `j1 synth mix` output written by run_learn.sh (chat pairs split by prompt +
 # GSM8K mismatch pairs of disjoint questions); `--benchmark generic` reads mix rows directly.

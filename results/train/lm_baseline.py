@@ -32,9 +32,8 @@ def mean_logprob(model, tokenizer, request: str, response: str, max_tokens: int 
 def main() -> None:
     from transformers import AutoModelForCausalLM
 
-    from j1.models import resolve_model
+    from j1.models import load_tokenizer, resolve_model
     from j1.train.data import load_pairs
-    from j1.train.trl_grpo import load_tokenizer
 
     path = resolve_model(None)
     tokenizer = load_tokenizer(path)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Reproduces the CPU learning run of results/train/README.md. From the repo root, under ONE hold of
+# Reproduces the CPU learning run of results/train/LOG.md. From the repo root, under ONE hold of
 # the heavy-job lock:   flock /tmp/j1-heavy.lock bash results/train/run_dev.sh
 # One torch thread: on the shared 2-core box, 2 spin-waiting OpenMP threads per process were 16x slower.
 set -euxo pipefail
@@ -9,11 +9,11 @@ R=runs/train
 EVAL="--benchmark generic --data $R/dev/heldout.jsonl --format pav --samples 1 --temperature 0 --max_new_tokens 40 --limit 40 --progress false"
 .venv/bin/python results/train/make_dev_pairs.py ../shared/data/gsm8k_train.jsonl $R/dev
 # 1. label-free format warm-up (random verdicts, one-sentence thoughts); valid-output rate before/after
-$J1 warmup --config configs/warmup/pav_smollm2.yaml
+$J1 warmup --config results/train/configs/warmup_pav_smollm2.yaml
 # 2. held-out judge metrics of the warmed-up model (before RL)
 $J1 eval $EVAL --model $R/warmup-pav --out $R/eval-before
 # 3. J1 GRPO (LoRA, pair-level advantages), time-boxed
-$J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $R/dev/train.jsonl --output_dir $R/pav-dev \
+$J1 train --config results/train/configs/pav_smollm2_cpu.yaml --train_file $R/dev/train.jsonl --output_dir $R/pav-dev \
   --report_to none
 # 4. the same held-out metrics after RL
 $J1 eval $EVAL --model $R/pav-dev/final --out $R/eval-after

@@ -1,18 +1,18 @@
 #!/bin/bash
-# The CPU learning runs of results/train/README.md: from the repo root, on a free lane,
+# The CPU learning runs of results/train/LOG.md: from the repo root, on a free lane,
 #   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/run_learn.sh            # run 2
-# Needs the warmed-up model ($WARMUP, `j1 warmup --config configs/warmup/pav_smollm2.yaml`), the synth
+# Needs the warmed-up model ($WARMUP, `j1 warmup --config results/train/configs/warmup_pav_smollm2.yaml`), the synth
 # chat pairs ($CHAT, results/synth/) and the GSM8K mismatch pairs (results/train/make_dev_pairs.py).
 # Environment (defaults = run 2): RUN (output folder under runs/train), DATA (data folder under
 # runs/train), CHAT, CHAT_HELDOUT (held-out share of the chat prompts), N_DEV / N_DEV_HELD (mismatch
 # pairs for training / held out), TEMPLATE (judge wording), WARMUP, PAIRS (pairs per step), LAYERS,
 # LR, STEPS, MINUTES, MAXP (max prompt tokens), MAXC (max completion tokens), THREADS (torch threads),
 # G (rollouts per order, default 2), PAIR_ADV (true: advantages over the pair's 2G rollouts; false:
-# TRL's groups, one per order), STOP (true: --stop_at_answer, no loss on tokens after </answer>),
+# TRL's groups, one per order), STOP (true: --loss_span to_answer, no loss on tokens after </answer>),
 # BETA (TRL's KL coefficient to the warmed-up model), TOPENT (TRL's top_entropy_quantile: the policy
 # loss only on that share of the highest-entropy completion tokens); unset, the config's values apply.
-# ANSWER_ONLY (true: --answer_only_loss, the policy loss only on the answer span, not the thought).
-# COUPLES (true: --couple_advantages, advantages within each couple of rollout k of AB and rollout k of
+# ANSWER_ONLY (true: --loss_span answer, the policy loss only on the answer span, not the thought).
+# COUPLES (true: --advantage_groups couple, advantages within each couple of rollout k of AB and rollout k of
 # BA), CONSIST (the consistency reward mode, expected or index), INVALID_ADV (--invalid_advantage: the
 # advantage of a rollout with no verdict, which then leaves the baseline), LR_WARMUP (steps of linear
 # learning-rate warm-up, then constant).
@@ -41,11 +41,15 @@ cat $D/chat/heldout.jsonl $D/dev-heldout/train.jsonl > $D/heldout.jsonl
 fi
 # J1 GRPO: LoRA on the last LAYERS blocks, PAIRS pairs x 2 orders x G rollouts per step.
 G=${G:-2}
-$J1 train --config configs/train/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/${RUN:-pav-learn} \
+# The lab's booleans as today's named choices (j1 train --help): PAIR_ADV/COUPLES -> --advantage_groups,
+# STOP/ANSWER_ONLY -> --loss_span.
+GROUPS=pair; [ "${PAIR_ADV:-true}" = false ] && GROUPS=prompt; [ "${COUPLES:-false}" = true ] && GROUPS=couple
+SPAN=all; [ "${STOP:-false}" = true ] && SPAN=to_answer; [ "${ANSWER_ONLY:-false}" = true ] && SPAN=answer
+$J1 train --config results/train/configs/pav_smollm2_cpu.yaml --train_file $D/train.jsonl --output_dir $R/${RUN:-pav-learn} \
   --model_name_or_path ${WARMUP:-$R/warmup-pav} --template ${TEMPLATE:-full} \
   --lora_last_layers ${LAYERS:-6} --num_generations $G --per_device_train_batch_size $(( 2 * G * ${PAIRS:-2} )) \
-  --pair_advantages ${PAIR_ADV:-true} --stop_at_answer ${STOP:-false} ${ANSWER_ONLY:+--answer_only_loss $ANSWER_ONLY} \
-  ${COUPLES:+--couple_advantages $COUPLES} ${CONSIST:+--consistency $CONSIST} ${INVALID_ADV:+--invalid_advantage $INVALID_ADV} \
+  --advantage_groups $GROUPS --loss_span $SPAN \
+  ${CONSIST:+--consistency $CONSIST} ${INVALID_ADV:+--invalid_advantage $INVALID_ADV} \
   ${BALANCE:+--position_balance $BALANCE} ${STOPADV:+--stop_advantage $STOPADV} ${PREFILL:+--assistant_prefill "$PREFILL"} \
   ${LR_WARMUP:+--lr_scheduler_type constant_with_warmup --warmup_steps $LR_WARMUP} \
   ${BETA:+--beta $BETA} ${TOPENT:+--top_entropy_quantile $TOPENT} \

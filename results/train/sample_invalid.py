@@ -1,4 +1,4 @@
-"""Sample a trained judge on training prompts and show its invalid outputs (results/train/README.md).
+"""Sample a trained judge on training prompts and show its invalid outputs (results/train/LOG.md).
 
     OMP_NUM_THREADS=2 .venv/bin/python results/train/sample_invalid.py runs/train/warmup-pav-compact \
         runs/train/pav-learn14-keep/checkpoint-200 [--data F] [--rows 24] [--samples 4]
@@ -10,18 +10,14 @@ T = 1 with no top-k/top-p, as in training, from a fixed seed.
 import argparse
 import collections
 import re
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from verdict_probe import load_model  # noqa: E402
-
-from j1.formats.grammar import Verdict  # noqa: E402
-from j1.rewards.core import Rollout, judge_rollout  # noqa: E402
-from j1.train.data import build_rows, load_pairs  # noqa: E402
-from j1.train.trl_grpo import load_tokenizer  # noqa: E402
+from j1.formats.grammar import Verdict
+from j1.models import load_tokenizer
+from j1.probe import load_judge
+from j1.rewards.core import Rollout, judge_rollout
+from j1.train.data import build_rows, load_pairs
 
 
 def main() -> None:
@@ -37,7 +33,7 @@ def main() -> None:
     a = ap.parse_args()
     torch.manual_seed(0)
     tok = load_tokenizer(a.base)
-    model = load_model(a.base, a.adapter)
+    model, _ = load_judge(a.adapter, base=a.base)
     model.eval()
     rows, _ = build_rows(load_pairs(a.data), "pav", tokenizer=tok, max_prompt_tokens=a.max_prompt_tokens,
                          template=a.template)

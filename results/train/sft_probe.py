@@ -1,7 +1,7 @@
 """Learnability check: can the judge learn the content of the pairs at all, *with* labels?
 
 A diagnostic for the RL runs, not a trainer of the product: it fine-tunes the verdict letter alone
-(cross-entropy on ``A``/``B`` after the forced thought of ``verdict_probe.py``: generic, or quoting
+(cross-entropy on ``A``/``B`` after the forced thought of ``j1 probe``, ``j1.probe``: generic, or quoting
 the parts with ``--quote-words``) on the
 training pairs in both orders, and reads the bias-free content margin on the held-out pairs every
 ``--eval-every`` steps. GRPO on verdicts is, per update, a noisier version of this signal (an
@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 
 import torch
-from verdict_probe import forced_text, make_thought, probe, summarise
 
 
 def main() -> None:
     from transformers import AutoModelForCausalLM
 
-    from j1.train.data import load_pairs, prompt_tokens, unit_rows
-    from j1.train.trl_grpo import load_tokenizer
+    from j1.models import load_tokenizer
+    from j1.probe import forced_texts, pair_logodds, probe_rows, summarise, target_letter, verdict_logodds
+    from j1.train.data import load_pairs, prompt_tokens
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", required=True)
@@ -65,25 +65,26 @@ def main() -> None:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.0)
 
     train_pairs, held_pairs = load_pairs(args.train), load_pairs(args.heldout)
-    thought = make_thought(train_pairs + held_pairs, args.quote_words)
 
     def units(pairs):
-        """Both orders of each pair whose judge prompts fit ``--max-prompt-tokens``."""
+        """Both orders of each pair (``j1.probe.ProbeRow``, AB then BA) whose judge prompts, without the
+        forced answer start, fit ``--max-prompt-tokens``."""
+        rows = probe_rows(pairs, template=args.template, quote_words=args.quote_words)
         out = []
-        for p in pairs:
-            rows = unit_rows(p, "pav", args.template)
-            if max(prompt_tokens(tok, r["prompt"]) for r in rows) <= args.max_prompt_tokens:
-                out.append(rows)
+        for k in range(0, len(rows), 2):
+            unit = rows[k : k + 2]
+            if max(prompt_tokens(tok, r.messages[:-1]) for r in unit) <= args.max_prompt_tokens:
+                out.append(unit)
         return out
 
     train, held = units(train_pairs), [r for u in units(held_pairs) for r in u]
     a_id, b_id = (tok.convert_tokens_to_ids(t) for t in ("A", "B"))
     rng = random.Random(args.seed)
-    order: list[list[dict]] = []
+    order: list[list] = []
     log = Path(args.out).open("a", encoding="utf-8")
 
     def evaluate(step: int, seconds: float) -> None:
-        res = summarise(held, probe(model, tok, held, thought))
+        res = summarise(pair_logodds(held, verdict_logodds(model, tok, forced_texts(tok, held)))).as_dict()
         res.update(step=step, seconds=round(seconds, 1), lr=args.lr, lora_layers=args.lora_layers)
         print(json.dumps(res), flush=True)
         log.write(json.dumps(res) + "\n")
@@ -99,9 +100,9 @@ def main() -> None:
                 order = train[:]
                 rng.shuffle(order)
             batch.extend(order.pop())
-        texts = [forced_text(tok, r, thought) for r in batch]
+        texts = forced_texts(tok, batch)
         # The better response's letter in the order shown: A when it is shown first.
-        target = torch.tensor([a_id if (r["order"] == "AB") == (r["label"] == "A") else b_id for r in batch])
+        target = torch.tensor([a_id if target_letter(r) == "A" else b_id for r in batch])
         model.train()
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         logits = model(**enc).logits[:, -1, :]  # left padding: the last position is the verdict letter

@@ -1,4 +1,4 @@
-"""Markdown tables for results/train/README.md from a run's artefacts (no model needed).
+"""Markdown tables for results/train/LOG.md from a run's artefacts (no model needed).
 
     .venv/bin/python results/train/summarise.py results/train/pav-dev [STEPS_PER_BLOCK]
 """
@@ -100,16 +100,23 @@ def main(folder: str, every: int = 5) -> None:
             print(eval_table(f, [("before RL (warmed up)", f"{name}-before"), ("after RL", f"{name}-after")]))
     probes = sorted(f.glob("probe*.json"))
     if probes:
-        print("\n### Verdict probe (`verdict_probe.py`: log-odds of the verdict letter after a fixed thought)\n")
+        print("\n### Verdict probe (`j1 probe`: log-odds of the verdict letter after a fixed thought)\n")
         print(probe_table(probes))
+
+
+def probe_entries(obj: dict) -> list[tuple[str, dict, dict]]:
+    """(model, overall, per kind) from a `j1 probe --out` file, or from the older
+    {model: {"all": ..., kind: ...}} files of the retired verdict_probe.py script."""
+    if "by_kind" in obj:
+        return [(obj["model"], obj["all"], obj["by_kind"])]
+    return [(model, res["all"], {k: v for k, v in res.items() if k != "all"}) for model, res in obj.items()]
 
 
 def probe_table(paths: list[Path]) -> str:
     out = ["| model | content margin (se) | content acc | position bias | content acc by kind |", "|---|---|---|---|---|"]
     for path in paths:
-        for model, res in json.loads(path.read_text()).items():
-            a = res["all"]
-            kinds = ", ".join(f"{k} {pct(v['content_acc'])} ({v['pairs']})" for k, v in res.items() if k != "all")
+        for model, a, by_kind in probe_entries(json.loads(path.read_text())):
+            kinds = ", ".join(f"{k} {pct(v['content_acc'])} ({v['pairs']})" for k, v in by_kind.items())
             out.append(f"| `{model}` | {a['content_margin']:+.3f} ({a['content_margin_se']:.3f}) | {pct(a['content_acc'])} "
                        f"| {a['position_bias']:+.3f} | {kinds} |")
     return "\n".join(out)

@@ -10,15 +10,15 @@ and reports where the verdict letter's entropy ranks among all completion tokens
 import sys
 
 import torch
-from verdict_probe import load_model  # this folder: the base model, or a LoRA checkpoint on it
 
+from j1.models import load_tokenizer
+from j1.probe import load_judge  # the base model, or a LoRA checkpoint on it
 from j1.train.data import build_rows, load_pairs
-from j1.train.trl_grpo import load_tokenizer
 
 torch.manual_seed(0)
 base, model_path = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else sys.argv[1])
 tok = load_tokenizer(base)
-model = load_model(base, model_path)
+model, _ = load_judge(model_path, base=base)
 model.eval()
 pairs = load_pairs("runs/train/learn8-data/train.jsonl")
 rows, _ = build_rows(pairs, "pav", tokenizer=tok, max_prompt_tokens=360, template="digest")

@@ -1,8 +1,7 @@
 """Judging pairs in both orders and aggregating samples: the logic behind ``j1 judge`` and ``j1 eval``.
 
-Positions: a pairwise prompt shows two responses as A (first) and B (second). In order ``AB`` the
-item's first response is shown first; in ``BA`` they are swapped. Parsers report verdicts in shown
-positions; ``orient`` maps them back so every verdict here names the *original* responses.
+Orders and the mapping back to the original responses live in ``j1.pairs``; every verdict here
+names the *original* responses.
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ from dataclasses import dataclass, field
 
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.chat import with_prefill
-from j1.formats import JudgeFormat, Parsed, Verdict
-
-ORDERS = ("AB", "BA")
-INCONSISTENT = "inconsistent"
+from j1.formats import JudgeFormat, Verdict
+from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, render_both
 
 
 @dataclass
@@ -47,21 +44,6 @@ class Judgment:
     responses: dict[str, dict] | None = field(default=None)
 
 
-def orient(parsed: Parsed, order: str) -> tuple[Verdict, dict[str, float] | None]:
-    """Map a parse in shown positions to original positions.
-
-    >>> from j1.formats import Parsed, Verdict
-    >>> orient(Parsed(Verdict.A, {"A": 9.0, "B": 2.0}), "BA")
-    (<Verdict.B: 'B'>, {'A': 2.0, 'B': 9.0})
-    """
-    if order == "AB":
-        return parsed.verdict, parsed.scores
-    if order != "BA":
-        raise ValueError(f"order must be 'AB' or 'BA', got {order!r}")
-    scores = None if parsed.scores is None else {"A": parsed.scores["B"], "B": parsed.scores["A"]}
-    return parsed.verdict.swapped(), scores
-
-
 def majority(verdicts: Iterable[Verdict | str]) -> Verdict:
     """Plurality of the valid verdicts (A, B, tie); a shared top count is a tie; none valid is invalid.
 
@@ -78,19 +60,6 @@ def majority(verdicts: Iterable[Verdict | str]) -> Verdict:
     return ranked[0][0]
 
 
-def combine_orders(ab: Verdict | str, ba: Verdict | str) -> str:
-    """The top-level verdict of a pair judged in both orders: the shared verdict when they agree,
-    ``invalid`` when either order has no valid verdict, else ``inconsistent``.
-
-    >>> combine_orders("A", "A"), combine_orders("A", "B"), combine_orders("A", "invalid")
-    ('A', 'inconsistent', 'invalid')
-    """
-    ab, ba = Verdict(ab), Verdict(ba)
-    if Verdict.INVALID in (ab, ba):
-        return Verdict.INVALID.value
-    return ab.value if ab == ba else INCONSISTENT
-
-
 def mean_scores(samples: Iterable[Sample]) -> dict[str, float] | None:
     """Mean of each response's score over the samples that have scores; None if none do."""
     sums: dict[str, float] = {}
@@ -100,14 +69,6 @@ def mean_scores(samples: Iterable[Sample]) -> dict[str, float] | None:
             sums[k] = sums.get(k, 0.0) + v
             counts[k] += 1
     return {k: sums[k] / counts[k] for k in sorted(sums)} or None
-
-
-def pair_prompts(fmt: JudgeFormat, prompt: str, response_a: str, response_b: str) -> list[tuple[str, Messages]]:
-    """The prompts that judge one pair: ``[(order, messages)]`` for pairwise formats, or
-    ``[("A", …), ("B", …)]`` (each response alone) for the pointwise format."""
-    if fmt.pairwise:
-        return [("AB", fmt.render(prompt, response_a, response_b)), ("BA", fmt.render(prompt, response_b, response_a))]
-    return [("A", fmt.render(prompt, response_a)), ("B", fmt.render(prompt, response_b))]
 
 
 def to_sample(fmt: JudgeFormat, completion: Completion | str, order: str) -> Sample:
@@ -123,24 +84,21 @@ def to_sample(fmt: JudgeFormat, completion: Completion | str, order: str) -> Sam
 
 
 def assemble(fmt: JudgeFormat, completions: dict[str, Sequence[Completion | str]]) -> Judgment:
-    """A Judgment from each slot's completions (slots as in ``pair_prompts``)."""
+    """A Judgment from each slot's completions (slots as in ``j1.pairs.render_both``)."""
     if fmt.pairwise:
         orders = []
-        for order in ORDERS:
+        for order in (o.value for o in ORDERS):
             samples = [to_sample(fmt, c, order) for c in completions[order]]
             orders.append(OrderResult(order, majority(s.verdict for s in samples).value, samples))
         all_samples = [s for o in orders for s in o.samples]
         return Judgment(fmt.name, combine_orders(orders[0].verdict, orders[1].verdict), orders, mean_scores(all_samples))
     responses: dict[str, dict] = {}
-    for slot in ("A", "B"):
+    for slot in SLOTS:
         samples = [to_sample(fmt, c, slot) for c in completions[slot]]
         mean = mean_scores(samples)
         responses[slot] = {"score": None if mean is None else mean[slot], "samples": samples}
     sa, sb = responses["A"]["score"], responses["B"]["score"]
-    if sa is None or sb is None:
-        verdict = Verdict.INVALID.value
-    else:
-        verdict = "A" if sa > sb else "B" if sb > sa else Verdict.TIE.value
+    verdict = compare_scores(sa, sb).value
     scores = None if sa is None and sb is None else {"A": sa, "B": sb}
     return Judgment(fmt.name, verdict, [], scores, responses)
 
@@ -158,7 +116,7 @@ def judge_pairs(
     slots: list[tuple[int, str]] = []
     prompts: list[Messages] = []
     for k, (prompt, a, b) in enumerate(items):
-        for slot, messages in pair_prompts(fmt, prompt, a, b):
+        for slot, messages in render_both(fmt, prompt, a, b):
             slots.append((k, slot))
             prompts.append(with_prefill(messages, prefill))
     results = backend.generate(prompts, params)

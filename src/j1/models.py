@@ -84,3 +84,13 @@ def resolve_model(name: str | None) -> str:
 
 def display_name(name: str | None) -> str:
     return EMBEDDED_NAME if name in {None, "", "embedded", "default"} else name
+
+
+def load_tokenizer(path: str):
+    """The policy's tokenizer, left-padded (GRPO generation needs it) with a pad token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j1.pairs import LABELS, ORDERS, shown, shown_label
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -99,6 +101,17 @@ def require(obj: Mapping, key: str, kind: type | tuple[type, ...], where: str) -
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise RowError(f"{where}: field {key!r} must be {names}, got {type(value).__name__}")
     return value
+
+
+def string_fields(cls: type, obj: Mapping, where: str) -> dict[str, str]:
+    """Every ``str`` field of the record dataclass ``cls`` from ``obj``, checked with ``require`` in
+    declaration order (so the first missing field is the one named)."""
+    return {f.name: require(obj, f.name, str, where) for f in dataclasses.fields(cls) if f.type == "str"}
+
+
+def row_version(obj: Mapping) -> int:
+    """A row's ``schema_version`` (rows written before it existed count as the current one)."""
+    return int(obj.get("schema_version", SCHEMA_VERSION))
 
 
 def dumps(obj: Any) -> str:
@@ -204,18 +217,123 @@ class PairRecord:
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> PairRecord:
-        return cls(
-            id=require(obj, "id", str, where),
-            prompt=require(obj, "prompt", str, where),
-            chosen=require(obj, "chosen", str, where),
-            rejected=require(obj, "rejected", str, where),
-            kind=require(obj, "kind", str, where),
-            source=require(obj, "source", str, where),
-            meta=dict(obj.get("meta") or {}),
-            schema_version=int(obj.get("schema_version", SCHEMA_VERSION)),
-        )
+        return cls(**string_fields(cls, obj, where), meta=dict(obj.get("meta") or {}), schema_version=row_version(obj))
 
 
 def read_pairs(path: str | os.PathLike) -> list[PairRecord]:
     """Read a pair file, validating every line."""
     return [PairRecord.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]
+
+
+@dataclass(frozen=True)
+class TrainRow:
+    """One presentation of a pair to the judge: a line of ``j1 synth mix``'s train.jsonl/heldout.jsonl.
+
+    ``response_a``/``response_b`` are the pair's responses in its fixed original placement (the same
+    on both lines of a pair); ``order`` is how the judge is shown them (``j1.pairs``); ``label``
+    names the better response in the original placement and ``label_shown`` its shown position.
+    The module docstring of ``j1.data.mix`` has the line format.
+    """
+
+    pair_id: str
+    order: str
+    prompt: str
+    response_a: str
+    response_b: str
+    label: str
+    label_shown: str
+    kind: str
+    source: str
+    schema_version: int = SCHEMA_VERSION
+
+    def shown(self) -> tuple[str, str]:
+        """``(first, second)``: the responses in the order the judge sees them."""
+        return shown(self.response_a, self.response_b, self.order)
+
+    @classmethod
+    def from_row(cls, obj: Mapping, where: str) -> TrainRow:
+        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj))
+        if row.order not in ORDERS:
+            raise RowError(f"{where}: field 'order' must be AB or BA, got {row.order!r}")
+        for name in ("label", "label_shown"):
+            if getattr(row, name) not in LABELS:
+                raise RowError(f"{where}: field {name!r} must be A or B, got {getattr(row, name)!r}")
+        if row.label_shown != shown_label(row.label, row.order):
+            raise RowError(f"{where}: field 'label_shown' {row.label_shown!r} contradicts label {row.label!r} "
+                           f"in order {row.order}")
+        return row
+
+
+def read_train_rows(path: str | os.PathLike) -> list[TrainRow]:
+    """Every row of a ``train.jsonl``/``heldout.jsonl``, validated.
+
+    Raises:
+        RowError: a missing/mistyped field or an inconsistent label, naming ``path:line`` and the field.
+    """
+    return [TrainRow.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]
+
+
+@dataclass
+class Dropped:
+    """A synthesis prompt that gave no pair, and why: a line of ``OUT.dropped.jsonl`` (``j1.data.store``)."""
+
+    id: str
+    prompt: str
+    kind: str
+    source: str
+    reason: str
+    meta: dict = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_row(cls, obj: Mapping, where: str) -> Dropped:
+        return cls(**string_fields(cls, obj, where), meta=dict(obj.get("meta") or {}), schema_version=row_version(obj))
+
+
+@dataclass
+class JudgmentLine:
+    """One judged prompt of ``j1 eval``: a line of ``DIR/judgments.jsonl`` (see ``j1.eval.scoring``).
+
+    A "slot" is one order of one pair, or one response scored alone. ``pairs`` and ``category``
+    repeat the item's, so scoring needs nothing but this file. A prompt whose request failed for
+    good has ``error`` set and no texts.
+    """
+
+    # schema_version is written first (kw_only keeps it out of the positional arguments).
+    schema_version: int = field(default=SCHEMA_VERSION, kw_only=True)
+    item: str
+    category: str
+    pairs: list[tuple[str, ...]]
+    slot: str
+    texts: list[str]
+    finish_reasons: list = field(default_factory=list)
+    completion_tokens: list = field(default_factory=list)
+    error: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        """A field by its JSON key (``line["texts"]``), for code written against the raw lines."""
+        return getattr(self, key)
+
+    @classmethod
+    def from_row(cls, obj: Mapping, where: str) -> JudgmentLine:
+        """Raises RowError naming ``where`` and the field; ``texts`` may be empty only with ``error`` set."""
+        item = require(obj, "item", str, where)
+        slot = require(obj, "slot", str, where)
+        texts = require(obj, "texts", list, where)
+        if not all(isinstance(t, str) for t in texts):
+            raise RowError(f"{where}: field 'texts' must be a list of strings")
+        error = obj.get("error")
+        if error is None and not texts:
+            raise RowError(f"{where}: field 'texts' is empty but 'error' is not set")
+        pairs = [tuple(p) for p in require(obj, "pairs", list, where)]
+        return cls(
+            item=item,
+            category=require(obj, "category", str, where),
+            pairs=pairs,
+            slot=slot,
+            texts=texts,
+            finish_reasons=list(obj.get("finish_reasons") or []),
+            completion_tokens=list(obj.get("completion_tokens") or []),
+            error=error,
+            schema_version=row_version(obj),
+        )

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from j1.cli.main import main
-from j1.data.mix import both_orders, parse_input, read_train_rows, shown_label, split_by_prompt
-from j1.schema import PairRecord, RowError, dumps
+from j1.data.mix import both_orders, parse_input, split_by_prompt
+from j1.pairs import shown_label
+from j1.schema import PairRecord, RowError, dumps, read_train_rows
 
 
 def _pairs(kind: str, n: int, prompts: int | None = None) -> list[PairRecord]:

@@ -236,7 +236,7 @@ MIX_ROW = {"pair_id": "x", "order": "AB", "prompt": "p", "response_a": "a", "res
     ("mtbench_human", {"winner": "model_a", "turn": 2, "conversation_a": [{"role": "user", "content": "q"}],
                        "conversation_b": []}, "field 'turn' is 2"),
     ("generic", {"prompt": "p", "chosen": "c"}, "missing field 'rejected'"),
-    # j1 synth mix rows are checked by the mix's own reader (j1.data.mix.TrainRow)
+    # j1 synth mix rows are checked by the mix's own reader (j1.schema.TrainRow)
     ("generic", {**MIX_ROW, "label": "C"}, "field 'label' must be A or B, got 'C'"),
     ("generic", {**MIX_ROW, "order": "CA"}, "field 'order' must be AB or BA, got 'CA'"),
     ("generic", {k: v for k, v in MIX_ROW.items() if k != "response_b"}, "missing field 'response_b'"),

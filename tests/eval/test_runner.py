@@ -290,7 +290,7 @@ def test_example_configs_parse():
     from j1.cli.configs import EvalConfig
 
     paths = sorted((REPO / "configs" / "eval").rglob("*.yaml"))
-    assert len(paths) == 4
+    assert len(paths) == 5
     for p in paths:
         cfg = parse(EvalConfig, ["--config", str(p)], prog="j1 eval")
         assert cfg.benchmark and cfg.out

@@ -11,14 +11,14 @@ import torch
 from accelerate.data_loader import BatchSamplerShard
 from torch.utils.data import BatchSampler
 
-from j1.train.sampler import PairRepeatSampler, check_pair_geometry
-from j1.train.trl_grpo import (
-    check_units,
+from j1.train.advantages import (
     couple_advantages,
     pair_advantages,
     position_balance_advantages,
     verdict_advantages,
 )
+from j1.train.sampler import PairRepeatSampler, check_pair_geometry
+from j1.train.trl_grpo import check_units
 
 
 def shards(num_rows, G, per_device, spg, processes, seed=0, iterations=1):

@@ -10,7 +10,8 @@ from conftest import CPU_FLAGS
 
 from j1.chat import render
 from j1.cli.main import main
-from j1.train.trl_grpo import J1GRPOTrainer, load_tokenizer
+from j1.models import load_tokenizer
+from j1.train.trl_grpo import J1GRPOTrainer
 
 USER = [{"role": "user", "content": "Which response is better?"}]
 HEAD = "<think>I compare both.</think>\n<answer>[["

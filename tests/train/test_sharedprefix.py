@@ -11,7 +11,7 @@ from trl import GRPOConfig, GRPOTrainer, ModelConfig
 
 from j1 import sharedprefix
 from j1.cli.configs import TrainConfig
-from j1.train.trl_grpo import build_trainer
+from j1.train.recipe import build_trainer
 
 
 @pytest.mark.parametrize("rows, first, inverse", [

@@ -1,5 +1,5 @@
-"""``--stop_at_answer``: the tokens a rollout writes after its answer's closing tag leave the loss;
-``--answer_only_loss``: the tokens before its opening tag leave it too."""
+"""``--loss_span to_answer``: the tokens a rollout writes after its answer's closing tag leave the loss;
+``--loss_span answer``: the tokens before its opening tag leave it too."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ from conftest import CPU_FLAGS
 
 from j1.cli.main import main
 from j1.formats import FORMATS
-from j1.train.trl_grpo import (
-    J1GRPOTrainer,
+from j1.train.advantages import stop_advantages
+from j1.train.answer_span import (
     answer_close,
     answer_end,
     answer_markers,
     answer_open,
     answer_start,
-    stop_advantages,
+    mask_outside_answer,
 )
+from j1.train.options import J1Options
 
 
 @pytest.mark.parametrize(
@@ -95,14 +96,19 @@ def test_answer_start_refuses_an_empty_opener():
         answer_start(["a"], "", 1)
 
 
-def test_openers_need_closers():
-    with pytest.raises(ValueError, match="answer_openers needs answer_markers"):
-        J1GRPOTrainer(answer_openers={"pav": "<answer>"})
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"loss_span": "everything"}, "--loss_span 'everything': choose one of"),
+    ({"advantage_groups": "order"}, "--advantage_groups 'order': choose one of"),
+    ({"advantage_groups": "prompt", "invalid_advantage": -1.0}, "needs --advantage_groups pair or couple"),
+])
+def test_options_are_named_choices(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        J1Options(**kwargs)
 
 
 def mask_completions(model_dir, texts, openers=None, stop_advantage=None):
-    """Run ``_mask_outside_answer`` on ``texts`` as TRL lays out completions (right-padded), on a trainer
-    holding only the masking state (no model). Returns (tokenizer, token ids per text, ids, output, metrics)."""
+    """Run ``mask_outside_answer`` on ``texts`` as TRL lays out completions (right-padded), as the trainer
+    calls it. Returns (tokenizer, token ids per text, ids, output, metrics)."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(model_dir))
@@ -113,13 +119,17 @@ def mask_completions(model_dir, texts, openers=None, stop_advantage=None):
     for i, e in enumerate(encoded):
         ids[i, : len(e)] = torch.tensor(e)
         mask[i, : len(e)] = 1
-    trainer = J1GRPOTrainer.__new__(J1GRPOTrainer)
-    trainer.processing_class, trainer.answer_markers, trainer.answer_openers = tok, {"pav": "</answer>"}, openers
-    trainer._metrics = {"train": defaultdict(list)}
-    trainer.stop_advantage = stop_advantage
-    output = {"completion_ids": ids, "completion_mask": mask.clone()}
-    trainer._mask_outside_answer([{"judge_format": "pav"}] * len(texts), output)
-    return tok, encoded, ids, output, trainer._metrics["train"]
+    masks = mask_outside_answer(ids, mask, ["pav"] * len(texts), lambda t: tok.decode([t]),
+                                closers={"pav": "</answer>"}, openers=openers, eos_id=tok.eos_token_id,
+                                stop_advantage=stop_advantage is not None)
+    # What J1GRPOTrainer puts into TRL's output and logs.
+    output = {"completion_ids": ids, "completion_mask": masks.completion_mask}
+    metrics = defaultdict(list)
+    metrics["j1/tokens_after_answer"].append(sum(masks.after) / len(masks.after))
+    if masks.loss_mask is not None:
+        output["tool_mask"] = masks.loss_mask
+        metrics["j1/tokens_before_answer"].append(sum(masks.before) / len(texts))
+    return tok, encoded, ids, output, metrics
 
 
 def test_mask_outside_answer_zeroes_the_tail_only(tiny_model):
@@ -209,9 +219,10 @@ def test_stop_advantage_keeps_the_token_that_replaced_the_stop(tiny_model):
 
 
 def test_stop_advantage_needs_a_closing_tag_and_a_positive_value():
-    for kwargs in ({"stop_advantage": 1.0}, {"stop_advantage": 0.0, "answer_markers": {"pav": "</answer>"}}):
-        with pytest.raises(ValueError, match="must be > 0, with answer_markers"):
-            J1GRPOTrainer(**kwargs)
+    with pytest.raises(ValueError, match="needs --loss_span to_answer or answer"):
+        J1Options(stop_advantage=1.0)
+    with pytest.raises(ValueError, match="must be > 0"):
+        J1Options(stop_advantage=0.0, loss_span="to_answer")
 
 
 def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
@@ -219,10 +230,10 @@ def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file
     assert main([
         "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-        "--max_steps", "1", "--stop_at_answer", "true", *CPU_FLAGS,
+        "--max_steps", "1", "--loss_span", "to_answer", *CPU_FLAGS,
     ]) == 0
     run = json.loads((out / "run.json").read_text())
-    assert run["config"]["j1"]["stop_at_answer"] is True
+    assert run["config"]["j1"]["loss_span"] == "to_answer"
     step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
     assert step["j1/tokens_after_answer"] >= 0.0
 
@@ -232,10 +243,10 @@ def test_train_with_answer_only_loss_logs_the_thought_tokens(tiny_model, pair_fi
     assert main([
         "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-        "--max_steps", "1", "--answer_only_loss", "true", "--beta", "0.04", "--stop_advantage", "1", *CPU_FLAGS,
+        "--max_steps", "1", "--loss_span", "answer", "--beta", "0.04", "--stop_advantage", "1", *CPU_FLAGS,
     ]) == 0
     run = json.loads((out / "run.json").read_text())
-    assert run["config"]["j1"]["answer_only_loss"] is True and run["config"]["j1"]["stop_advantage"] == 1.0
+    assert run["config"]["j1"]["loss_span"] == "answer" and run["config"]["j1"]["stop_advantage"] == 1.0
     step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
     assert step["j1/tokens_before_answer"] >= 0.0 and step["j1/tokens_after_answer"] >= 0.0
     assert 0.0 <= step["j1/stop_penalised"] <= 1.0
@@ -249,11 +260,11 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
     assert main([
         "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-        "--max_steps", "1", "--couple_advantages", "true", "--consistency", "index", "--invalid_advantage", "-1",
+        "--max_steps", "1", "--advantage_groups", "couple", "--consistency", "index", "--invalid_advantage", "-1",
         "--position_balance", "1", *CPU_FLAGS,
     ]) == 0
     j1cfg = json.loads((out / "run.json").read_text())["config"]["j1"]
-    assert j1cfg["couple_advantages"] is True and j1cfg["consistency"] == "index" and j1cfg["position_balance"] == 1.0
+    assert j1cfg["advantage_groups"] == "couple" and j1cfg["consistency"] == "index" and j1cfg["position_balance"] == 1.0
     step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
     # The batch's mean named position is logged, and agrees with its share of first-shown verdicts.
     if "j1/shown_A_share" in step:
@@ -261,13 +272,17 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
     else:  # no valid verdict in the batch
         assert step["j1/position_imbalance"] == 0.0
     for flags, message in ((["--position_balance", "-1"], "--position_balance -1.0: must be >= 0"),
-                           (["--stop_advantage", "1"], "--stop_advantage needs --stop_at_answer true"),
-                           (["--stop_at_answer", "true", "--stop_advantage", "0"], "--stop_advantage 0.0: must be > 0"),
+                           (["--stop_advantage", "1"], "--stop_advantage needs --loss_span to_answer or answer"),
+                           (["--loss_span", "to_answer", "--stop_advantage", "0"], "--stop_advantage 0.0: must be > 0"),
                            (["--formulation", "pos", "--position_balance", "1"], "pos verdicts name no position")):
         with pytest.raises(SystemExit):
             main(["train", "--train_file", str(pair_file), "--output_dir", str(out), *flags])
         assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--pair_advantages", "false",
-              "--couple_advantages", "true"])
-    assert "--couple_advantages needs --pair_advantages true" in capsys.readouterr().err
+        main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--advantage_groups", "prompt",
+              "--invalid_advantage", "-1"])
+    assert "--invalid_advantage -1.0 needs --advantage_groups pair or couple" in capsys.readouterr().err
+    # A retired boolean names its replacement.
+    with pytest.raises(SystemExit):
+        main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--couple_advantages", "true"])
+    assert "--couple_advantages was replaced: use --advantage_groups couple" in capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_lora_on_the_last_blocks_only(tiny_model, pair_file, tmp_path):
 def test_restrict_lora_layers_checks_the_depth(tiny_model):
     from peft import LoraConfig
 
-    from j1.train.trl_grpo import restrict_lora_layers
+    from j1.train.recipe import restrict_lora_layers
 
     cfg = restrict_lora_layers(LoraConfig(r=4, target_modules=["q_proj", "v_proj"]), str(tiny_model), 2)
     assert sorted(cfg.target_modules) == ["q_proj", "v_proj"] and cfg.layers_to_transform == [0, 1]

@@ -47,7 +47,7 @@ def test_two_processes_keep_pairs_together(tiny_model, tmp_path):
         "--max_completion_length", "6", "--max_steps", "4", "--save_strategy", "no", "--reward_trace", "true",
         # couples + invalid_advantage + position_balance: the validity flags and named positions are
         # gathered from both processes too
-        "--formulation", "pavs", "--consistency", "index", "--couple_advantages", "true", "--invalid_advantage", "-1",
+        "--formulation", "pavs", "--consistency", "index", "--advantage_groups", "couple", "--invalid_advantage", "-1",
         "--position_balance", "1",
         *CPU_FLAGS,
     ]

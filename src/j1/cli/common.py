@@ -35,8 +35,7 @@ def setup_logging(verbose: bool = False) -> None:
 
 
 def build_backend(cfg):
-    """The backend a BackendArgs config names."""
-    from j1.backends import make_backend
+    """The backend a BackendArgs config names, with the API key read from ``cfg.api_key_env``."""
+    from j1.backends import build_backend as backend_for
 
-    api_key = os.environ.get(cfg.api_key_env) if cfg.base_url else None
-    return make_backend(cfg.model, cfg.base_url, api_key=api_key, **cfg.backend_kwargs())
+    return backend_for(cfg, api_key=os.environ.get(cfg.api_key_env) if cfg.base_url else None)

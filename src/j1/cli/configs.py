@@ -5,12 +5,14 @@ every command also takes ``--config FILE.yaml`` (YAML keys are field names; CLI 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from j1.formats import FORMATS, TEMPLATES
 
 FORMAT_NAMES = sorted(FORMATS)
-TEMPLATE_HELP = ("Judge prompt wording: full, or compact (same output grammar, ~70 fewer prompt tokens; "
-                 "for small models on CPU). Train, warm up and evaluate a judge with the same one.")
+TEMPLATE_HELP = ("Judge prompt wording: full, compact (~70 fewer prompt tokens, for small models on CPU) or digest "
+                 "(compact plus the first words of each part, for tiny judges). The output grammar is the same; "
+                 "train, warm up and evaluate a judge with the same one.")
 
 PREFILL_HELP = ("Text the judge's answer is fixed to start with (a prefill): the model continues it, and the "
                 "verdict is read from the prefill plus what it wrote. For example a fixed thought and "
@@ -239,6 +241,33 @@ class SynthChatConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
 
 
 @dataclass
+class SynthMismatchConfig:
+    """``j1 synth mismatch``: a question's gold answer (chosen) vs another question's (rejected); no model."""
+
+    source: str | None = field(
+        default=None, metadata={"help": "Questions with gold answers: a local .jsonl/.json/.parquet file or a Hugging "
+                                "Face dataset id (id:config, e.g. openai/gsm8k:main); GSM8K and MATH fields are detected."})
+    out: str | None = field(default=None, metadata={"help": "Pair file (.jsonl) to write; OUT.run.json beside it."})
+    pairs: int = field(default=500, metadata={"help": "Pairs to write, one per question."})
+    max_words: int = field(
+        default=30, metadata={"help": "Keep questions whose question and answer have at most this many words "
+                              "(short judge prompts for CPU budgets)."})
+    seed: int = field(default=0, metadata={"help": "Seed of the question draw and of the other question's answer."})
+    prompt_field: str | None = field(default=None, metadata={"help": "Row field holding the question (default: detected)."})
+    answer_field: str | None = field(default=None, metadata={"help": "Row field holding the gold answer (default: detected)."})
+    split: str = field(default="train", metadata={"help": "Split of a Hugging Face dataset source."})
+
+    def __post_init__(self) -> None:
+        if not self.source:
+            raise ValueError("--source is required: a local file or a Hugging Face dataset id (openai/gsm8k:main)")
+        _check_out(self.out)
+        if self.pairs < 2:
+            raise ValueError(f"--pairs {self.pairs}: a mismatch pair needs another question's answer; use >= 2")
+        if self.max_words < 1:
+            raise ValueError(f"--max_words {self.max_words}: must be >= 1")
+
+
+@dataclass
 class MixConfig:
     """``j1 synth mix``: pair files in given amounts -> train/held-out rows, both orders of every pair."""
 
@@ -264,14 +293,10 @@ class MixConfig:
             raise ValueError(f"--heldout-fraction {self.heldout_fraction}: must be in [0, 1)")
 
 
-# --- j1 reward / j1 train / j1 warmup (issue 5) ---------------------------------------------------
-FORMULATIONS = ("pav", "pas", "pavs", "pos", "multitask")
-CONSISTENCY_MODES = ("expected", "index")
-
-
-def _check_choice(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"--{name} {value!r}: choose one of {list(choices)}")
+# --- j1 reward / j1 train / j1 warmup ----------------------------------------------------------
+# The choices live with the trainer's options object (a light module: no torch import).
+from j1.train.options import CONSISTENCY_MODES, FORMULATIONS, J1Options  # noqa: E402
+from j1.train.options import check_choice as _check_choice  # noqa: E402
 
 
 @dataclass
@@ -308,102 +333,83 @@ class TrainConfig:
     """``j1 train``: the J1 section. GRPOConfig (TRL) and ModelConfig keys are parsed beside it, so
     every TRL option works in the YAML or as a flag (``--learning_rate 1e-6``, ``--use_peft``)."""
 
+    # Fields that `--help` leaves to `--help-all`: diagnostics, not recipe choices.
+    ADVANCED: ClassVar[frozenset[str]] = frozenset({"reward_trace"})
+
     formulation: str = field(
         default="pav", metadata={"help": f"Judge formulation: {', '.join(FORMULATIONS)} (multitask = pas + pos)."}
     )
     train_file: str | None = field(
         default=None,
-        metadata={"help": "Training pairs: the output of `j1 synth mix` (both orders, pair ids) or a pair "
-                  "file with prompt/chosen/rejected (both orders are built here)."},
+        metadata={"help": "Training pairs: `j1 synth mix` rows (both orders), or a prompt/chosen/rejected pair file."},
     )
     template: str = template_field()
     assistant_prefill: str | None = field(
         default=None,
-        metadata={"help": PREFILL_HELP + " In training the prefill is part of the prompt: only the continuation "
-                  "is sampled and trained, and the rewards read prefill + continuation."},
+        metadata={"help": "Fixed start of every answer (e.g. a thought and '<answer>[['): only the rest is sampled and "
+                  "trained; the rewards read prefill + continuation."},
     )
-    consistency: str = field(default="expected", metadata={"help": "Consistency reward mode: expected or index."})
+    consistency: str = field(
+        default="expected",
+        metadata={"help": "Consistency reward: expected (x mean correctness of the other order) or index (rollout k "
+                  "with rollout k)."})
     correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
     consistency_weight: float | None = field(
         default=None, metadata={"help": "Weight of the consistency reward (default 1 for pav/pavs, 0 otherwise)."}
     )
     format_weight: float = field(
-        default=0.0, metadata={"help": "Weight of an optional format reward (ablation; the paper found it did not help)."}
+        default=0.0, metadata={"help": "Weight of a format reward (the paper's ablation; 0 = off)."}
     )
-    pair_advantages: bool = field(
-        default=True,
-        metadata={"help": "Normalise advantages over all rollouts of BOTH orders of a pair (2G) instead of per "
-                  "prompt (G): a position-biased judge then still gets a learning signal."},
+    advantage_groups: str = field(
+        default="pair",
+        metadata={"help": "Rollouts that share a GRPO baseline: prompt (TRL's own), pair (both orders' 2G "
+                  "rollouts) or couple (rollout k of AB with rollout k of BA)."},
     )
-    couple_advantages: bool = field(
-        default=False,
-        metadata={"help": "With pair_advantages: normalise each couple (rollout k of one order with rollout k of "
-                  "the other) on its own instead of all 2G rollouts of the pair. A change that only moves the "
-                  "judge's position preference then gets no weight at all; use consistency index with it."},
+    loss_span: str = field(
+        default="all",
+        metadata={"help": "Completion tokens the policy loss trains: all, to_answer (stop at the answer's "
+                  "closing tag) or answer (the answer span alone; the thought still conditions it)."},
     )
     invalid_advantage: float | None = field(
         default=None,
-        metadata={"help": "With pair_advantages: a rollout with no parseable verdict leaves its group's baseline and "
-                  "gets this advantage (e.g. -1), so verdicts are compared among valid rollouts only. Unset (the "
-                  "paper): an invalid rollout scores 0 like a wrong one, and beside it any right verdict gains."},
+        metadata={"help": "pair/couple groups: a rollout with no parseable verdict leaves the baseline and gets "
+                  "this advantage (e.g. -1). Unset = scored 0 like a wrong verdict (the paper)."},
     )
     position_balance: float = field(
         default=0.0,
-        metadata={"help": "Add to each verdict's advantage -X times the mean position named by the batch's other "
-                  "verdicts (+1 first-shown, -1 second-shown), signed by its own: a restoring force that pulls the "
-                  "position preference back to even, which the paper's rewards leave flat. 0 (default) = off."},
-    )
-    stop_at_answer: bool = field(
-        default=False,
-        metadata={"help": "Leave out of the loss every token a rollout writes after its answer's closing tag "
-                  "(</answer> for pav), as a stop string would. Off by default (TRL trains every generated "
-                  "token); on the CPU runs of results/train (session 7, run 7) it did not stop the format drift."},
-    )
-    answer_only_loss: bool = field(
-        default=False,
-        metadata={"help": "Train only the answer span (opening to closing tag, e.g. <answer>[[A]]</answer>): the "
-                  "thought is sampled and conditions the verdict, but its tokens leave the policy loss. "
-                  "Implies stop_at_answer, but an EOS right after the closing tag stays in (untrained, the stop "
-                  "drifted away in results/train, session 10, run 11); a rollout with no closed answer keeps "
-                  "every token in the loss. The text after the answer is not held: in run 14 (211 steps) it "
-                  "grew into a second answer block, which is invalid."},
+        metadata={"help": "Strength of a restoring force on the judge's position preference (leave-one-out batch "
+                  "imbalance); 0 = off."},
     )
     stop_advantage: float | None = field(
         default=None,
-        metadata={"help": "With stop_at_answer or answer_only_loss: keep in the loss the first token a rollout writes "
-                  "after its answer's closing tag when it is not the EOS, with advantage -X (X > 0), so the stop "
-                  "that replaced it comes back. Unset (default) = off. Why: an untrained tail grew into a second "
-                  "answer block in results/train, session 13."},
+        metadata={"help": "loss_span to_answer/answer: advantage -X for a token written after the answer in place "
+                  "of the stop. Unset = off."},
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
-        default=None, metadata={"help": "Drop pairs whose rendered judge prompt exceeds this many tokens (CPU budgets)."}
+        default=None, metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets)."}
     )
     share_prompt_prefix: bool = field(
         default=True,
-        metadata={"help": "Encode each distinct judge prompt once for its rollouts, in generation and in the "
-                  "log-prob passes, and fan its KV cache out (j1.sharedprefix): the same numbers as TRL's "
-                  "per-rollout encoding, for 1/G of the prompt cost. Transformers generation only (not vLLM); a "
-                  "training pass under gradient checkpointing stays TRL's own; false = TRL's own passes."},
+        metadata={"help": "Encode each judge prompt once for its G rollouts (generation and log-prob passes); "
+                  "TRL's numbers at 1/G of the prompt cost. false = TRL's own passes."},
     )
     pair_seed: int = field(
-        default=0, metadata={"help": "Seed for which side the chosen response is shown on (chosen/rejected input)."}
+        default=0, metadata={"help": "Seed of the side the chosen response is placed on (chosen/rejected input)."}
+    )
+    lora_last_layers: int | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: LoRA on the last N decoder blocks only (backward stops there: a "
+                  "cheaper CPU step)."},
+    )
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
     )
     reward_trace: bool = field(
         default=False,
         metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
-                  "OUTPUT_DIR/reward_trace-RANK.jsonl (proves both orders are rewarded together)."},
-    )
-    lora_last_layers: int | None = field(
-        default=None,
-        metadata={"help": "With --use_peft: put LoRA on the linear layers of the last N decoder blocks only. Why: "
-                  "backward then stops at block L-N, so a CPU step costs much less (the judge's decision is "
-                  "read out at the top)."},
-    )
-    max_minutes: float | None = field(
-        default=None,
-        metadata={"help": "Stop and save after this many minutes of training (a time box on shared machines; "
-                  "continue with --resume_from_checkpoint latest)."},
+                  "OUTPUT_DIR/reward_trace-RANK.jsonl (shows both orders are rewarded together)."},
     )
 
     def __post_init__(self) -> None:
@@ -416,20 +422,17 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
-        for name in ("couple_advantages", "invalid_advantage"):
-            if getattr(self, name) not in (None, False) and not self.pair_advantages:
-                raise ValueError(f"--{name} needs --pair_advantages true")
-        if self.position_balance < 0:
-            raise ValueError(f"--position_balance {self.position_balance}: must be >= 0")
-        if self.position_balance and self.formulation == "pos":
-            raise ValueError("--position_balance: pos verdicts name no position; use a pairwise formulation")
-        if self.stop_advantage is not None:
-            if self.stop_advantage <= 0:
-                raise ValueError(f"--stop_advantage {self.stop_advantage}: must be > 0 (the advantage is -X)")
-            if not (self.stop_at_answer or self.answer_only_loss):
-                raise ValueError("--stop_advantage needs --stop_at_answer true or --answer_only_loss true")
         if self.formulation == "pos" and self.consistency_weight:
             raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
+        self.options()  # the named choices, checked here once
+
+    def options(self) -> J1Options:
+        """The frozen options object the trainer takes."""
+        return J1Options(
+            formulation=self.formulation, advantage_groups=self.advantage_groups, loss_span=self.loss_span,
+            invalid_advantage=self.invalid_advantage, position_balance=self.position_balance,
+            stop_advantage=self.stop_advantage, share_prompt_prefix=self.share_prompt_prefix,
+        )
 
 
 @dataclass
@@ -530,3 +533,47 @@ class ScoreConfig:
     def __post_init__(self) -> None:
         if not self.run_dir:
             raise ValueError("j1 score needs the run folder: j1 score DIR")
+
+
+@dataclass
+class ProbeConfig:
+    """``j1 probe``: a pav judge's verdict log-odds in both orders after a fixed thought and
+    ``<answer>[[`` (no sampling): content margin, content accuracy and position bias (see j1.probe)."""
+
+    model: str | None = field(
+        default=None,
+        metadata={"help": "The judge: a model folder, a LoRA adapter folder (a checkpoint; its base is --base or "
+                  "the adapter's base_model_name_or_path), smollm2-135m (the embedded model, default) or a "
+                  "Hugging Face id."})
+    base: str | None = field(
+        default=None, metadata={"help": "Base model of a LoRA adapter --model (default: the one its "
+                                "adapter_config.json names); not used when --model is a full model."})
+    data: str | None = field(
+        default=None, metadata={"help": "Pairs: j1 synth mix rows (e.g. heldout.jsonl) or a chosen/rejected pair file."})
+    template: str = template_field()
+    thought: str | None = field(
+        default=None, metadata={"help": "The fixed thought before the verdict. Default: the first generic thought "
+                                "of j1 warmup (j1.train.warmup.THOUGHTS), the one a warmed-up judge writes."})
+    quote_words: int = field(
+        default=0, metadata={"help": "N > 0: the thought quotes the first N words of the request and of each "
+                             "response as shown (j1 warmup --thoughts quote), in place of --thought."})
+    limit: int | None = field(default=None, metadata={"help": "Probe only the first K pairs (file order)."})
+    batch_size: int = field(default=8, metadata={"help": "Judge prompts per forward pass."})
+    out: str | None = field(
+        default=None, metadata={"help": "Also write the summary and every pair's log-odds to this .json file."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        check_template(self.template)
+        if not self.data:
+            raise ValueError("j1 probe needs --data (j1 synth mix rows or a chosen/rejected pair file)")
+        if self.quote_words < 0:
+            raise ValueError(f"--quote_words {self.quote_words}: must be >= 0 (0 = the fixed --thought)")
+        if self.quote_words and self.thought is not None:
+            raise ValueError(f"--thought and --quote_words {self.quote_words} both set the thought; keep one")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all pairs)")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch_size {self.batch_size}: must be >= 1")
+        if self.out is not None and not self.out.endswith(".json"):
+            raise ValueError(f"--out {self.out!r}: must end in .json")

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from j1.cli import common
 from j1.cli.common import parse, setup_logging
 from j1.cli.configs import EvalConfig, ScoreConfig
 
@@ -18,7 +19,8 @@ def main(argv: Sequence[str]) -> int:
     from j1.schema import RowError
 
     try:
-        metrics = run_eval(cfg)
+        # The backend is built only if something is left to judge; the CLI supplies the API key.
+        metrics = run_eval(cfg, open_backend=lambda: common.build_backend(cfg))
     except TooManyErrors as exc:
         sys.stderr.write(f"j1 eval: {exc}\n")
         return 1

@@ -10,6 +10,7 @@ from j1.cli.common import build_backend, parse, setup_logging
 from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
 from j1.judge import Judgment, judge_pairs, judge_single
+from j1.pairs import Order
 from j1.schema import _plain
 
 
@@ -34,7 +35,7 @@ def render_text(result: Judgment | dict) -> str:
         lines.append(f"score: {result['score'] if result['score'] is not None else 'invalid'}")
         return "\n".join(lines)
     for o in result.orders:
-        shown = "A first" if o.order == "AB" else "B first"
+        shown = "A first" if o.order == Order.AB else "B first"
         lines.append(f"=== order {o.order} ({shown}): verdict {o.verdict}")
         for i, s in enumerate(o.samples, 1):
             lines += [f"--- sample {i}: {s.verdict}" + (f" scores {s.scores}" if s.scores else ""),

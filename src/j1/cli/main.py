@@ -12,9 +12,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reward": ("j1.cli.reward_cmd", "score judge rollouts offline with the J1 rewards"),
     "train": ("j1.cli.train_cmd", "J1 GRPO training of a judge on TRL (position-agnostic batches)"),
     "warmup": ("j1.cli.warmup_cmd", "label-free SFT that teaches a small model the judge output format"),
-    "synth": ("j1.cli.synth_cmd", "make training pairs: synth math | synth chat | synth mix"),
+    "synth": ("j1.cli.synth_cmd", "make training pairs: synth math | chat | mismatch | mix"),
     "eval": ("j1.cli.eval_cmd", "judge a benchmark (both orders, N samples) and score it"),
     "score": ("j1.cli.score_cmd", "recompute metrics.json and report.md of an eval run, no model"),
+    "probe": ("j1.cli.probe_cmd", "read a pav judge's verdict log-odds in both orders: content margin, position bias"),
 }
 
 

@@ -1,7 +1,8 @@
-"""``j1 synth math|chat|mix``: make training pairs, then mix them into the training input.
+"""``j1 synth math|chat|mismatch|mix``: make training pairs, then mix them into the training input.
 
 - ``j1 synth math --source S --samples N --out FILE``: verified right-vs-wrong math pairs.
 - ``j1 synth chat --source S --out FILE``: answer to x vs answer to a subtly changed x'.
+- ``j1 synth mismatch --source S --out FILE``: a question's gold answer vs another question's (no model).
 - ``j1 synth mix --inputs A.jsonl:N B.jsonl --out-dir DIR``: train/held-out rows, both orders.
 
 The generators resume: rerunning the same command over an existing ``--out`` skips every prompt
@@ -16,19 +17,20 @@ import time
 from collections.abc import Sequence
 
 from j1.cli.common import build_backend, parse, setup_logging
-from j1.cli.configs import MixConfig, SynthChatConfig, SynthMathConfig
+from j1.cli.configs import MixConfig, SynthChatConfig, SynthMathConfig, SynthMismatchConfig
 from j1.runinfo import write_run_json
 
 SUBCOMMANDS = {
     "math": "verified math pairs: N sampled solutions, a right one vs a wrong one",
     "chat": "chat pairs: the answer to x vs the answer to a subtly changed x', with noise checks",
+    "mismatch": "a question's gold answer vs another question's gold answer (no model; GSM8K-style sources)",
     "mix": "mix pair files in given amounts; held-out split by prompt; both orders of every pair",
 }
 
 
 def usage() -> str:
-    rows = "\n".join(f"  {name:<5} {help_}" for name, help_ in SUBCOMMANDS.items())
-    return f"usage: j1 synth {{math,chat,mix}} [options]   (j1 synth SUB --help)\n\n{rows}\n"
+    rows = "\n".join(f"  {name:<9} {help_}" for name, help_ in SUBCOMMANDS.items())
+    return f"usage: j1 synth {{{','.join(SUBCOMMANDS)}}} [options]   (j1 synth SUB --help)\n\n{rows}\n"
 
 
 def run_math(cfg: SynthMathConfig) -> dict:
@@ -117,6 +119,24 @@ def _rewrite_checks(store) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def run_mismatch(cfg: SynthMismatchConfig) -> dict:
+    """Write the mismatch pair file and OUT.run.json; returns the counts (see :mod:`j1.data.mismatch`)."""
+    from j1.data.mismatch import KIND, mismatch_pairs
+    from j1.data.sources import load_math_problems, source_name
+    from j1.data.store import side_path
+    from j1.schema import write_jsonl_atomic
+
+    started = time.time()
+    problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
+                                  split=cfg.split)
+    pairs = mismatch_pairs(problems, pairs=cfg.pairs, max_words=cfg.max_words, seed=cfg.seed,
+                           source=source_name(cfg.source))
+    stats = {"kind": KIND, "source": cfg.source, "questions": len(problems), "pairs": write_jsonl_atomic(cfg.out, pairs),
+             "out": cfg.out}
+    write_run_json(side_path(cfg.out, "run.json"), command="j1 synth mismatch", config=cfg, started=started, **stats)
+    return stats
+
+
 def run_mix(cfg: MixConfig) -> dict:
     from j1.data.mix import run_mix_config
 
@@ -156,6 +176,19 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"j1 synth: unknown subcommand {sub!r}\n\n{usage()}")
         return 2
     prog = f"j1 synth {sub}"
+    if sub == "mismatch":
+        cfg = parse(SynthMismatchConfig, rest, prog=prog)
+        setup_logging()
+        from j1.schema import RowError
+
+        try:
+            stats = run_mismatch(cfg)
+        except (RowError, OSError, ValueError) as exc:
+            # A missing source, a bad row or too few short questions: the message says what and where.
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+            return 2
+        print(f"{stats['pairs']} mismatch pairs from {stats['questions']} questions -> {stats['out']}")
+        return 0
     if sub == "mix":
         cfg = parse(MixConfig, rest, prog=prog)
         setup_logging()

@@ -19,7 +19,7 @@ orders of a pair on consecutive lines::
   the same on both lines of a pair. Which of chosen/rejected is ``response_a`` is drawn once per
   pair from ``random.Random(f"{seed}:{pair_id}")``, so the label is not always A.
 - ``order`` says how the judge is shown them: ``AB`` = response_a first, ``BA`` = response_b first
-  (``j1.judge.pair_prompts`` / ``fmt.render(prompt, first, second)``).
+  (``j1.pairs.render_both``).
 - ``label`` names the better response in the original placement ("A" = ``response_a``), identical
   on both lines. That is the convention of ``j1.judge``: ``to_sample(fmt, completion, order)``
   maps a parsed verdict back to the original responses, so the reward is
@@ -27,7 +27,8 @@ orders of a pair on consecutive lines::
 - ``label_shown`` is the better response's position *as shown* in this line (equal to ``label`` for
   AB, swapped for BA), for code that compares raw, un-oriented verdicts.
 
-Read them with :func:`read_train_rows`, which validates every line.
+The rows are :class:`j1.schema.TrainRow`; read them with :func:`j1.schema.read_train_rows`, which
+validates every line.
 """
 
 from __future__ import annotations
@@ -37,85 +38,12 @@ import logging
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
-from j1.schema import (
-    SCHEMA_VERSION,
-    PairRecord,
-    RowError,
-    iter_jsonl,
-    read_pairs,
-    require,
-    write_jsonl_atomic,
-)
+from j1.pairs import ORDERS, shown_label
+from j1.schema import PairRecord, TrainRow, read_pairs, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
-
-ORDERS = ("AB", "BA")
-LABELS = ("A", "B")
-
-
-@dataclass(frozen=True)
-class TrainRow:
-    """One presentation of a pair to the judge; see the module docstring."""
-
-    pair_id: str
-    order: str
-    prompt: str
-    response_a: str
-    response_b: str
-    label: str
-    label_shown: str
-    kind: str
-    source: str
-    schema_version: int = SCHEMA_VERSION
-
-    def shown(self) -> tuple[str, str]:
-        """``(first, second)``: the responses in the order the judge sees them."""
-        return (self.response_a, self.response_b) if self.order == "AB" else (self.response_b, self.response_a)
-
-    @classmethod
-    def from_row(cls, obj: dict, where: str) -> TrainRow:
-        row = cls(
-            pair_id=require(obj, "pair_id", str, where),
-            order=require(obj, "order", str, where),
-            prompt=require(obj, "prompt", str, where),
-            response_a=require(obj, "response_a", str, where),
-            response_b=require(obj, "response_b", str, where),
-            label=require(obj, "label", str, where),
-            label_shown=require(obj, "label_shown", str, where),
-            kind=require(obj, "kind", str, where),
-            source=require(obj, "source", str, where),
-            schema_version=int(obj.get("schema_version", SCHEMA_VERSION)),
-        )
-        if row.order not in ORDERS:
-            raise RowError(f"{where}: field 'order' must be AB or BA, got {row.order!r}")
-        for name in ("label", "label_shown"):
-            if getattr(row, name) not in LABELS:
-                raise RowError(f"{where}: field {name!r} must be A or B, got {getattr(row, name)!r}")
-        if row.label_shown != shown_label(row.label, row.order):
-            raise RowError(f"{where}: field 'label_shown' {row.label_shown!r} contradicts label {row.label!r} "
-                           f"in order {row.order}")
-        return row
-
-
-def read_train_rows(path: str | Path) -> list[TrainRow]:
-    """Every row of a ``train.jsonl``/``heldout.jsonl``, validated.
-
-    Raises:
-        RowError: a missing/mistyped field or an inconsistent label, naming ``path:line`` and the field.
-    """
-    return [TrainRow.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]
-
-
-def shown_label(label: str, order: str) -> str:
-    """The better response's shown position.
-
-    >>> shown_label("A", "AB"), shown_label("A", "BA"), shown_label("B", "BA")
-    ('A', 'B', 'A')
-    """
-    return label if order == "AB" else ("B" if label == "A" else "A")
 
 
 def both_orders(pair: PairRecord, seed: int) -> list[TrainRow]:
@@ -128,8 +56,8 @@ def both_orders(pair: PairRecord, seed: int) -> list[TrainRow]:
     """
     chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
     a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
-    return [TrainRow(pair.id, order, pair.prompt, a, b, label, shown_label(label, order), pair.kind, pair.source)
-            for order in ORDERS]
+    return [TrainRow(pair.id, o.value, pair.prompt, a, b, label, shown_label(label, o), pair.kind, pair.source)
+            for o in ORDERS]
 
 
 def parse_input(spec: str) -> tuple[Path, int | None]:

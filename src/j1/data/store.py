@@ -3,8 +3,8 @@
 For ``--out runs/synth/math.jsonl`` the run keeps, side by side:
 
 - ``math.jsonl``: the pairs, one :class:`j1.schema.PairRecord` per line;
-- ``math.dropped.jsonl``: one line per prompt that gave no pair,
-  ``{"id", "prompt", "kind", "source", "reason", "meta", "schema_version"}``;
+- ``math.dropped.jsonl``: one line per prompt that gave no pair, one :class:`j1.schema.Dropped`
+  per line: ``{"id", "prompt", "kind", "source", "reason", "meta", "schema_version"}``;
 - ``math.stats.json``: counts over both files plus per-run tokens and time (rewritten at the end);
 - ``math.run.json``: config, versions and git revision of the latest run.
 
@@ -20,11 +20,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j1.schema import SCHEMA_VERSION, JsonlAppender, PairRecord, iter_jsonl, require, write_json_atomic
+from j1.schema import Dropped, JsonlAppender, PairRecord, iter_jsonl, require, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +36,6 @@ def side_path(out: str | Path, what: str) -> Path:
     """
     out = Path(out)
     return out.with_name(f"{out.stem}.{what}")
-
-
-@dataclass
-class Dropped:
-    """A prompt that gave no pair, and why."""
-
-    id: str
-    prompt: str
-    kind: str
-    source: str
-    reason: str
-    meta: dict = field(default_factory=dict)
-    schema_version: int = SCHEMA_VERSION
 
 
 class PairStore:
@@ -79,6 +65,8 @@ class PairStore:
                 continue
             for lineno, obj in iter_jsonl(path, allow_torn_tail=True):
                 where = f"{path}:{lineno}"
+                if into is self.dropped:
+                    obj = _dropped_entry(Dropped.from_row(obj, where))
                 rid = require(obj, "id", str, where)
                 kind = require(obj, "kind", str, where)
                 if kind != self.kind:
@@ -102,8 +90,7 @@ class PairStore:
         if dropped.id in self.done:
             raise ValueError(f"prompt {dropped.id} is already in {self.out} or {self.dropped_path}")
         self._dropped_fh.write(dropped)
-        self.dropped[dropped.id] = {"id": dropped.id, "kind": dropped.kind, "reason": dropped.reason,
-                                    "meta": dropped.meta}
+        self.dropped[dropped.id] = _dropped_entry(dropped)
 
     def close(self) -> None:
         self._pairs_fh.close()
@@ -153,6 +140,11 @@ class PairStore:
 
     def write_stats(self, stats: dict) -> None:
         write_json_atomic(self.stats_path, stats)
+
+
+def _dropped_entry(dropped: Dropped) -> dict:
+    """What the store keeps of a dropped prompt for its stats (not the prompt text)."""
+    return {"id": dropped.id, "kind": dropped.kind, "reason": dropped.reason, "meta": dropped.meta}
 
 
 def run_entry(started: float, backend, processed: int, skipped: int) -> dict:

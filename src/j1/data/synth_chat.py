@@ -32,8 +32,8 @@ from tqdm import tqdm
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.data import filters
 from j1.data.sources import Problem
-from j1.data.store import Dropped, PairStore, side_path
-from j1.schema import SCHEMA_VERSION, JsonlAppender, PairRecord, iter_jsonl
+from j1.data.store import PairStore, side_path
+from j1.schema import SCHEMA_VERSION, Dropped, JsonlAppender, PairRecord, iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,8 @@ def synth_chat(
     """Make chat pairs for every prompt not yet in ``store``; returns counts of every rewrite
     candidate's check result (``kept`` or a drop reason) in this call."""
     from j1.formats import get_format
-    from j1.judge import assemble, pair_prompts
+    from j1.judge import assemble
+    from j1.pairs import render_both, slots
 
     fmt = get_format(opts.judge_format)
     done = store.done
@@ -225,9 +226,9 @@ def synth_chat(
             judged: dict[str, dict] = {}
             if judge is not None and passed:
                 by_id = {p.id: p for p in chunk}
-                steps = {"AB": [], "BA": []}
+                steps: dict[str, list] = {slot: [] for slot in slots(fmt.pairwise)}
                 for pid in passed:
-                    for slot, msgs in pair_prompts(fmt, by_id[pid].prompt, answers[pid][0].text,
+                    for slot, msgs in render_both(fmt, by_id[pid].prompt, answers[pid][0].text,
                                                    noisy_answers[pid][0].text):
                         steps[slot].append((pid, msgs))
                 outs = {slot: _run_step(judge, cache, f"judge_{slot}", items, opts.judge_params)

@@ -26,8 +26,8 @@ from tqdm import tqdm
 from j1.backends import Backend, Messages, SamplingParams
 from j1.data.mathcheck import NO_ANSWER, RIGHT, WRONG, check_answer, parse_gold
 from j1.data.sources import Problem
-from j1.data.store import Dropped, PairStore
-from j1.schema import PairRecord
+from j1.data.store import PairStore
+from j1.schema import Dropped, PairRecord
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from j1.formats import JudgeFormat, Messages
-from j1.judge import ORDERS
+from j1.pairs import ORDERS, render_both
 
 LABELS = ("A", "B", "tie")
 
@@ -48,7 +48,7 @@ def pair_slot(pairs: list, index: int, order: str) -> str:
     ('BA', 'c0-r1:AB')
     """
     if len(pairs) == 1:
-        return order
+        return str(order)
     first, second, _ = pairs[index]
     return f"{first}-{second}:{order}"
 
@@ -73,10 +73,7 @@ def required_slots(pairs: list, pairwise: bool) -> list[str]:
 def item_prompts(fmt: JudgeFormat, item: Item) -> list[tuple[str, Messages]]:
     """``[(slot, messages)]``: each pair in both orders (AB shows ``first`` first), or each response alone."""
     if fmt.pairwise:
-        out = []
-        for p, (first, second, _) in enumerate(item.pairs):
-            a, b = item.responses[first], item.responses[second]
-            out.append((pair_slot(item.pairs, p, "AB"), fmt.render(item.prompt, a, b)))
-            out.append((pair_slot(item.pairs, p, "BA"), fmt.render(item.prompt, b, a)))
-        return out
+        return [(pair_slot(item.pairs, p, order), messages)
+                for p, (first, second, _) in enumerate(item.pairs)
+                for order, messages in render_both(fmt, item.prompt, item.responses[first], item.responses[second])]
     return [(name, fmt.render(item.prompt, item.responses[name])) for name in scored_responses(item.pairs)]

@@ -6,27 +6,28 @@ its first response is better, "B", "tie"). A pairwise judge gives each pair a ve
 the two responses' scores. Verdicts are "A", "B", "tie" or "invalid"; invalid never matches a
 label, so it counts as wrong, never as half right.
 
-Per item:
+Each benchmark's scoring rule is a :class:`Scorer` in ``SCORERS``, named by its key (a
+``Benchmark``'s ``scheme``). Per item:
 - accuracy: the benchmark's own rule. "mean"/"rewardbench": correctness averaged over the two
   orders (the expected accuracy under a random order, the J1 protocol). "judgebench": JudgeBench's
   rule (``judgebench_right``). "rmbench": mean of the 3x3 matrix (``rmbench_cells``).
 - consistent: right in both orders (pointwise: right; it is position-free by construction).
 - AB / BA: right in that order.
 
-Aggregation over items (``SCHEME_WEIGHTS``): a weighted sum of per-category means. "mean" and
-"judgebench" weight by item count (the plain mean); "rmbench" weights domains equally (a domain is
-mean(easy, normal, hard), overall the mean over domains); "rewardbench" uses RewardBench's section
-weighting. Rates (flip, tie, invalid) are pooled shares over all pairs/verdicts.
+Aggregation over items (``Scorer.category_weights``): a weighted sum of per-category means. "mean"
+and "judgebench" weight by item count (the plain mean); "rmbench" weights domains equally (a domain
+is mean(easy, normal, hard), overall the mean over domains); "rewardbench" uses RewardBench's
+section weighting. Rates (flip, tie, invalid) are pooled shares over all pairs/verdicts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-INVALID = "invalid"
+from j1.pairs import Verdict, flipped, swap
 
 # RewardBench section scoring, from allenai/reward-bench rewardbench/constants.py (EXAMPLE_COUNTS,
 # SUBSET_MAPPING) and rewardbench/utils.py calculate_scores_per_section: a section is the mean of
@@ -75,10 +76,6 @@ class ItemOutcome:
     pairs: tuple[PairOutcome, ...]
 
 
-def opposite(label: str) -> str | None:
-    return {"A": "B", "B": "A"}.get(label)
-
-
 def judgebench_right(verdicts: Sequence[str], label: str) -> bool:
     """JudgeBench's rule: +1 per verdict matching the label, -1 per verdict matching the opposite,
     0 for tie or invalid; right if the sum is positive.
@@ -86,7 +83,7 @@ def judgebench_right(verdicts: Sequence[str], label: str) -> bool:
     >>> judgebench_right(["A", "invalid"], "A"), judgebench_right(["A", "B"], "A")
     (True, False)
     """
-    total = sum(1 if v == label else -1 if v == opposite(label) else 0 for v in verdicts)
+    total = sum(1 if v == label else -1 if v == swap(label) else 0 for v in verdicts)
     return total > 0
 
 
@@ -124,41 +121,86 @@ def rmbench_levels(cells: np.ndarray) -> dict[str, float]:
             "hard": float(cells[upper].mean())}
 
 
-def item_scores(item: ItemOutcome, scheme: str) -> dict[str, float | None]:
-    """The per-item numbers that aggregate into a metric block."""
+def plain_item_scores(item: ItemOutcome) -> dict[str, float | None]:
+    """The per-item numbers that aggregate into a metric block, with accuracy averaged over the orders."""
     scores = [pair_scores(p) for p in item.pairs]
     pairwise = item.pairs[0].pairwise
-    out: dict[str, float | None] = {
+    return {
         "accuracy": float(np.mean([s[0] for s in scores])),
         "consistent_accuracy": float(np.mean([s[1] for s in scores])),
         "AB": float(np.mean([s[2] for s in scores])) if pairwise else None,
         "BA": float(np.mean([s[3] for s in scores])) if pairwise else None,
     }
-    if scheme == "judgebench":
-        out["accuracy"] = float(np.mean([
-            judgebench_right([p.ab, p.ba] if p.pairwise else [p.verdict], p.label) for p in item.pairs
-        ]))
-    elif scheme == "rmbench":
-        levels = rmbench_levels(rmbench_cells(item))
-        out.update(levels)
-        out["accuracy"] = (levels["easy"] + levels["normal"] + levels["hard"]) / 3
-    return out
 
 
-def category_weights(counts: dict[str, int], scheme: str) -> dict[str, float]:
-    """Weight of each category's mean in the overall number.
+# Per-category means of one per-item number, and their weighted sum: what Scorer.block_fields gets.
+CategoryMeans = Callable[[str], dict[str, float]]
+Weighted = Callable[[str], float]
 
-    >>> category_weights({"x": 3, "y": 1}, "mean"), category_weights({"x": 3, "y": 1}, "rmbench")
-    ({'x': 0.75, 'y': 0.25}, {'x': 0.5, 'y': 0.5})
+
+@dataclass(frozen=True)
+class Scorer:
+    """A benchmark's scoring rule; this base is the plain rule ("mean"): accuracy averaged over the
+    two orders, categories weighted by item count, no extra fields.
+
+    Attributes:
+        name: the registry key (``SCORERS``), what a Benchmark's ``scheme`` names.
+        category_rule: the key of the rule a single category's block uses (None: this one).
     """
-    if not counts:
-        raise ValueError("no categories to weigh")
-    if scheme in ("mean", "judgebench"):
+
+    name: str
+    category_rule: str | None = None
+
+    def item_scores(self, item: ItemOutcome) -> dict[str, float | None]:
+        """The per-item numbers that aggregate into a metric block."""
+        return plain_item_scores(item)
+
+    def category_weights(self, counts: dict[str, int]) -> dict[str, float]:
+        """Weight of each category's mean in the overall number (``counts``: items per category)."""
         total = sum(counts.values())
         return {c: n / total for c, n in counts.items()}
-    if scheme == "rmbench":
+
+    def block_fields(self, means: CategoryMeans, weighted: Weighted) -> dict:
+        """The benchmark's own fields of a block, written right after ``accuracy_ci``."""
+        return {}
+
+    def for_category(self) -> Scorer:
+        """The rule of one category's block."""
+        return self if self.category_rule is None else get_scorer(self.category_rule)
+
+
+class JudgeBenchScorer(Scorer):
+    """JudgeBench: an item is right by ``judgebench_right`` over its verdicts."""
+
+    def item_scores(self, item: ItemOutcome) -> dict[str, float | None]:
+        return plain_item_scores(item) | {"accuracy": float(np.mean([
+            judgebench_right([p.ab, p.ba] if p.pairwise else [p.verdict], p.label) for p in item.pairs
+        ]))}
+
+
+RMBENCH_LEVELS = ("easy", "normal", "hard")
+
+
+class RMBenchScorer(Scorer):
+    """RM-Bench: an item is the mean of its three levels; domains weigh equally; blocks add the levels."""
+
+    def item_scores(self, item: ItemOutcome) -> dict[str, float | None]:
+        levels = rmbench_levels(rmbench_cells(item))
+        return plain_item_scores(item) | levels | {
+            "accuracy": (levels["easy"] + levels["normal"] + levels["hard"]) / 3}
+
+    def category_weights(self, counts: dict[str, int]) -> dict[str, float]:
         return {c: 1 / len(counts) for c in counts}
-    if scheme == "rewardbench":
+
+    def block_fields(self, means: CategoryMeans, weighted: Weighted) -> dict:
+        return {lvl: weighted(lvl) for lvl in RMBENCH_LEVELS}
+
+
+class RewardBenchScorer(Scorer):
+    """RewardBench: subsets weighted by example count within sections, sections equally; blocks add
+    the section scores; a subset's own block is a plain mean."""
+
+    def category_weights(self, counts: dict[str, int]) -> dict[str, float]:
         unknown = sorted(set(counts) - set(REWARDBENCH_COUNTS))
         if unknown:
             raise ValueError(f"not RewardBench subsets: {unknown}")
@@ -170,7 +212,40 @@ def category_weights(counts: dict[str, int], scheme: str) -> dict[str, float]:
             for t in subs:
                 weights[t] = REWARDBENCH_COUNTS[t] / norm / len(present)
         return weights
-    raise ValueError(f"unknown scoring scheme {scheme!r}")
+
+    def block_fields(self, means: CategoryMeans, weighted: Weighted) -> dict:
+        return {"sections": rewardbench_sections(means("accuracy"))}
+
+
+SCORERS: dict[str, Scorer] = {s.name: s for s in (
+    Scorer("mean"), JudgeBenchScorer("judgebench"), RMBenchScorer("rmbench"),
+    RewardBenchScorer("rewardbench", category_rule="mean"),
+)}
+
+
+def get_scorer(scheme: str | Scorer) -> Scorer:
+    """The scorer a registry key names (a Scorer passes through).
+
+    >>> get_scorer("rmbench").name, get_scorer("rewardbench").for_category().name
+    ('rmbench', 'mean')
+    """
+    if isinstance(scheme, Scorer):
+        return scheme
+    try:
+        return SCORERS[scheme]
+    except KeyError:
+        raise ValueError(f"unknown scoring scheme {scheme!r}; choose one of {sorted(SCORERS)}") from None
+
+
+def category_weights(counts: dict[str, int], scheme: str | Scorer) -> dict[str, float]:
+    """Weight of each category's mean in the overall number.
+
+    >>> category_weights({"x": 3, "y": 1}, "mean"), category_weights({"x": 3, "y": 1}, "rmbench")
+    ({'x': 0.75, 'y': 0.25}, {'x': 0.5, 'y': 0.5})
+    """
+    if not counts:
+        raise ValueError("no categories to weigh")
+    return get_scorer(scheme).category_weights(counts)
 
 
 def rewardbench_sections(subset_means: dict[str, float]) -> dict[str, float]:
@@ -196,15 +271,14 @@ def rates(items: Sequence[ItemOutcome]) -> dict[str, float | None]:
         raise ValueError("no judged pairs")
     if pairs[0].pairwise:
         verdicts = [v for p in pairs for v in (p.ab, p.ba)]
-        flips = sum(p.ab != p.ba and INVALID not in (p.ab, p.ba) for p in pairs)
-        flip: float | None = flips / len(pairs)
+        flip: float | None = sum(flipped(p.ab, p.ba) for p in pairs) / len(pairs)
     else:
         verdicts = [p.verdict for p in pairs]
         flip = None
     return {
         "flip_rate": flip,
         "tie_rate": sum(v == "tie" for v in verdicts) / len(verdicts),
-        "invalid_rate": sum(v == INVALID for v in verdicts) / len(verdicts),
+        "invalid_rate": sum(v == Verdict.INVALID for v in verdicts) / len(verdicts),
     }
 
 
@@ -237,17 +311,21 @@ def bootstrap_ci(
     return [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
 
 
-def metric_block(items: Sequence[ItemOutcome], scheme: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
-    """One ``{…}`` block of metrics.json for these items under ``scheme``."""
+def metric_block(items: Sequence[ItemOutcome], scheme: str | Scorer, *, seed: int = 0, n_boot: int = 1000) -> dict:
+    """One ``{…}`` block of metrics.json for these items under ``scheme`` (a ``SCORERS`` key or a Scorer)."""
     if not items:
         raise ValueError("no items to score")
-    per_item = [item_scores(it, scheme) for it in items]
+    scorer = get_scorer(scheme)
+    per_item = [scorer.item_scores(it) for it in items]
     cats = sorted({it.category for it in items})
     members = {c: [k for k, it in enumerate(items) if it.category == c] for c in cats}
-    weights = category_weights({c: len(m) for c, m in members.items()}, scheme)
+    weights = category_weights({c: len(m) for c, m in members.items()}, scorer)
+
+    def means(key: str) -> dict[str, float]:
+        return {c: float(np.mean([per_item[k][key] for k in members[c]])) for c in cats}
 
     def weighted(key: str) -> float:
-        return float(sum(weights[c] * np.mean([per_item[k][key] for k in members[c]]) for c in cats))
+        return float(sum(weights[c] * m for c, m in means(key).items()))
 
     pairwise = items[0].pairs[0].pairwise
     block: dict = {"n": len(items), "accuracy": weighted("accuracy")}
@@ -255,11 +333,7 @@ def metric_block(items: Sequence[ItemOutcome], scheme: str, *, seed: int = 0, n_
               for c, m in members.items()}
     acc_ci, cons_ci = bootstrap_ci(values, weights, np.random.default_rng(seed), n_boot)
     block["accuracy_ci"] = list(acc_ci)
-    if scheme == "rmbench":
-        block.update({lvl: weighted(lvl) for lvl in ("easy", "normal", "hard")})
-    if scheme == "rewardbench":
-        block["sections"] = rewardbench_sections(
-            {c: float(np.mean([per_item[k]["accuracy"] for k in members[c]])) for c in cats})
+    block.update(scorer.block_fields(means, weighted))
     block["consistent_accuracy"] = weighted("consistent_accuracy")
     block["consistent_accuracy_ci"] = list(cons_ci)
     block["order_accuracy"] = {"AB": weighted("AB"), "BA": weighted("BA")} if pairwise else None
@@ -282,12 +356,10 @@ def scaling_ks(n: int) -> list[int]:
     return ks + [n]
 
 
-def category_scheme(scheme: str) -> str:
-    """A category block's scheme: a RewardBench subset is a plain mean; the rest keep their rule."""
-    return "mean" if scheme == "rewardbench" else scheme
-
-
-def category_blocks(items: Sequence[ItemOutcome], scheme: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
+def category_blocks(items: Sequence[ItemOutcome], scheme: str | Scorer, *, seed: int = 0,
+                    n_boot: int = 1000) -> dict:
+    """One block per category, each under the scorer's category rule."""
+    scorer = get_scorer(scheme).for_category()
     cats = sorted({it.category for it in items})
-    return {c: metric_block([it for it in items if it.category == c], category_scheme(scheme), seed=seed,
-                            n_boot=n_boot) for c in cats}
+    return {c: metric_block([it for it in items if it.category == c], scorer, seed=seed, n_boot=n_boot)
+            for c in cats}

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from j1.backends import Backend, BackendError, Messages, SamplingParams
+from j1.backends import Backend, BackendError, Messages, SamplingParams, build_backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.items import Item, item_prompts
@@ -142,9 +143,16 @@ def _recorded_model(out_dir: Path) -> str | None:
     return json.loads(path.read_text(encoding="utf-8")).get("model") if path.exists() else None
 
 
-def run_eval(cfg, backend: Backend | None = None) -> dict:
-    """Run ``j1 eval`` for an EvalConfig; returns the metrics. ``backend`` overrides the one the
-    config names (tests, benchmarks)."""
+def run_eval(cfg, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
+    """Run ``j1 eval`` for an EvalConfig; returns the metrics.
+
+    Args:
+        cfg: the EvalConfig.
+        backend: a ready backend to judge with (tests, benchmarks); the caller closes it.
+        open_backend: builds the backend the config names, called only when there is work left (a
+            finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
+            the environment; the default, ``j1.backends.build_backend(cfg)``, sends none.
+    """
     started = time.time()
     out_dir = Path(cfg.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -160,16 +168,14 @@ def run_eval(cfg, backend: Backend | None = None) -> dict:
     done = set()
     if judgments.exists():
         done = {(r.id, s) for r in read_judgments(judgments).values()
-                for s, line in r.slots.items() if line.get("error") is None}
+                for s, line in r.slots.items() if line.error is None}
     work = plan(items, fmt, done, cfg.assistant_prefill)
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
              bench.name, len(items), total, cfg.samples, total - len(work), len(work))
     own_backend = backend is None and bool(work)
     if own_backend:
-        from j1.cli.common import build_backend
-
-        backend = build_backend(cfg)
+        backend = open_backend() if open_backend is not None else build_backend(cfg)
     # Nothing left to judge (a finished run resumed): no model is loaded; keep the recorded name.
     model = backend.model_name if backend is not None else _recorded_model(out_dir) or cfg.model or "default"
     info = dict(model=model, items=len(items), prompts=total, status="running")

@@ -1,8 +1,9 @@
 """From DIR/judgments.jsonl to DIR/metrics.json: read the judged prompts back, group them per item,
 parse the raw texts and aggregate the first k samples (no model needed: ``j1 score``).
 
-A judgments line is one judged prompt (a "slot": one order of one pair, or one response scored
-alone) with every sample's raw text, plus what scoring needs of its item (category and pairs)::
+A judgments line (:class:`j1.schema.JudgmentLine`) is one judged prompt (a "slot": one order of
+one pair, or one response scored alone) with every sample's raw text, plus what scoring needs of its
+item (category and pairs)::
 
     {"schema_version": 1, "item": "…", "category": "…", "pairs": [["A", "B", "A"]], "slot": "AB",
      "texts": ["<think>…", …], "finish_reasons": ["stop", …], "completion_tokens": [412, …],
@@ -21,9 +22,10 @@ from pathlib import Path
 
 from j1.eval import metrics as M
 from j1.eval.items import pair_slot, required_slots
-from j1.formats import JudgeFormat, Verdict
-from j1.judge import majority, to_sample
-from j1.schema import SCHEMA_VERSION, RowError, iter_jsonl, require
+from j1.formats import JudgeFormat
+from j1.judge import majority, mean_scores, to_sample
+from j1.pairs import ORDERS, compare_scores
+from j1.schema import JudgmentLine, RowError, iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -35,26 +37,25 @@ class ItemRecord:
     id: str
     category: str
     pairs: list[tuple[str, str, str]]
-    slots: dict[str, dict] = field(default_factory=dict)
+    slots: dict[str, JudgmentLine] = field(default_factory=dict)
 
     def complete(self, pairwise: bool) -> bool:
         return all(s in self.slots for s in required_slots(self.pairs, pairwise))
 
 
-def judgment_line(item, slot: str, completions=None, error: str | None = None) -> dict:
+def judgment_line(item, slot: str, completions=None, error: str | None = None) -> JudgmentLine:
     """The judgments.jsonl record of one judged prompt (or of one that failed, with ``error``)."""
     comps = completions or []
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "item": item.id,
-        "category": item.category,
-        "pairs": [list(p) for p in item.pairs],
-        "slot": slot,
-        "texts": [c.text for c in comps],
-        "finish_reasons": [c.finish_reason for c in comps],
-        "completion_tokens": [c.completion_tokens for c in comps],
-        "error": error,
-    }
+    return JudgmentLine(
+        item=item.id,
+        category=item.category,
+        pairs=[tuple(p) for p in item.pairs],
+        slot=slot,
+        texts=[c.text for c in comps],
+        finish_reasons=[c.finish_reason for c in comps],
+        completion_tokens=[c.completion_tokens for c in comps],
+        error=error,
+    )
 
 
 def read_judgments(path: str | Path) -> dict[str, ItemRecord]:
@@ -68,25 +69,16 @@ def read_judgments(path: str | Path) -> dict[str, ItemRecord]:
     records: dict[str, ItemRecord] = {}
     for lineno, obj in iter_jsonl(path, allow_torn_tail=True):
         where = f"{path}:{lineno}"
-        item_id = require(obj, "item", str, where)
-        slot = require(obj, "slot", str, where)
-        texts = require(obj, "texts", list, where)
-        if not all(isinstance(t, str) for t in texts):
-            raise RowError(f"{where}: field 'texts' must be a list of strings")
-        error = obj.get("error")
-        if error is None and not texts:
-            raise RowError(f"{where}: field 'texts' is empty but 'error' is not set")
-        pairs = [tuple(p) for p in require(obj, "pairs", list, where)]
-        category = require(obj, "category", str, where)
-        rec = records.get(item_id)
+        line = JudgmentLine.from_row(obj, where)
+        rec = records.get(line.item)
         if rec is None:
-            rec = records[item_id] = ItemRecord(item_id, category, pairs)
-        elif rec.pairs != pairs or rec.category != category:
-            raise RowError(f"{where}: item {item_id!r} has different 'pairs'/'category' than on an earlier line")
-        old = rec.slots.get(slot)
-        if old is not None and old.get("error") is None:
-            raise RowError(f"{where}: slot {slot!r} of item {item_id!r} was already judged on an earlier line")
-        rec.slots[slot] = obj
+            rec = records[line.item] = ItemRecord(line.item, line.category, line.pairs)
+        elif rec.pairs != line.pairs or rec.category != line.category:
+            raise RowError(f"{where}: item {line.item!r} has different 'pairs'/'category' than on an earlier line")
+        old = rec.slots.get(line.slot)
+        if old is not None and old.error is None:
+            raise RowError(f"{where}: slot {line.slot!r} of item {line.item!r} was already judged on an earlier line")
+        rec.slots[line.slot] = line
     return records
 
 
@@ -94,21 +86,14 @@ def pair_outcome(fmt: JudgeFormat, rec: ItemRecord, p: int, k: int) -> M.PairOut
     """The verdicts of pair ``p`` from the first ``k`` samples of each of its slots."""
     first, second, label = rec.pairs[p]
     if fmt.pairwise:
-        verdicts = []
-        for order in ("AB", "BA"):
-            texts = rec.slots[pair_slot(rec.pairs, p, order)]["texts"][:k]
-            verdicts.append(majority(to_sample(fmt, t, order).verdict for t in texts).value)
-        return M.PairOutcome(label, ab=verdicts[0], ba=verdicts[1])
-    means = []
-    for name in (first, second):
-        scores = [s.scores["A"] for t in rec.slots[name]["texts"][:k] if (s := to_sample(fmt, t, "A")).scores]
-        means.append(sum(scores) / len(scores) if scores else None)
-    sa, sb = means
-    if sa is None or sb is None:
-        verdict = Verdict.INVALID.value
-    else:
-        verdict = "A" if sa > sb else "B" if sb > sa else Verdict.TIE.value
-    return M.PairOutcome(label, verdict=verdict)
+        ab, ba = (majority(to_sample(fmt, t, order).verdict
+                           for t in rec.slots[pair_slot(rec.pairs, p, order)].texts[:k]).value
+                  for order in ORDERS)
+        return M.PairOutcome(label, ab=ab, ba=ba)
+    # Pointwise: each response's mean score over its valid samples; the higher mean wins.
+    means = [mean_scores(to_sample(fmt, t, "A") for t in rec.slots[name].texts[:k]) for name in (first, second)]
+    sa, sb = (None if m is None else m["A"] for m in means)
+    return M.PairOutcome(label, verdict=compare_scores(sa, sb).value)
 
 
 def outcomes(fmt: JudgeFormat, records: Sequence[ItemRecord], k: int) -> list[M.ItemOutcome]:
@@ -139,7 +124,7 @@ def compute_metrics(
                     len(records) - len(done), len(records), len(done))
     if not done:
         raise ValueError("no fully judged items to score")
-    errors = sum(s.get("error") is not None for r in done for s in r.slots.values())
+    errors = sum(s.error is not None for r in done for s in r.slots.values())
     full = outcomes(fmt, done, samples)
     return {
         "benchmark": benchmark,

@@ -6,8 +6,8 @@ import hashlib
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from j1.formats.grammar import Parsed
 from j1.formats.templates import get_template, quote_parts
+from j1.pairs import Parsed
 
 Messages = list[dict[str, str]]
 

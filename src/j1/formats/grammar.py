@@ -14,45 +14,10 @@ case-insensitive and may carry spaces inside the brackets (``< Answer >``); anyt
 
 from __future__ import annotations
 
-import enum
 import math
 import re
-from dataclasses import dataclass, field
 
-
-class Verdict(enum.StrEnum):
-    """What a judgment says. Every parser maps every string to exactly one of these."""
-
-    A = "A"
-    B = "B"
-    TIE = "tie"
-    INVALID = "invalid"
-
-    def swapped(self) -> Verdict:
-        """The same verdict seen from the other presentation order (A<->B)."""
-        return {Verdict.A: Verdict.B, Verdict.B: Verdict.A}.get(self, self)
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """One parsed completion, in the positions *as shown* to the judge.
-
-    Attributes:
-        verdict: A, B, tie or invalid. For the pointwise format a valid parse is ``A`` (the single
-            response, shown as A) and the score is in ``scores["A"]``.
-        scores: ``{"A": x, "B": y}`` (pairwise score formats) or ``{"A": x}`` (pointwise), else None.
-        thought: the text inside the think block, None when there is none.
-        error: why the text is invalid (None when valid); for logs and error analysis.
-    """
-
-    verdict: Verdict
-    scores: dict[str, float] | None = None
-    thought: str | None = None
-    error: str | None = field(default=None, compare=False)
-
-    @property
-    def valid(self) -> bool:
-        return self.verdict is not Verdict.INVALID
+from j1.pairs import Parsed, Verdict
 
 
 def invalid(error: str, thought: str | None = None) -> Parsed:
@@ -169,12 +134,3 @@ def parse_score(tail: str, name: str) -> tuple[float | None, str | None]:
     if len(values) > 1:
         return None, f"<{name}> tags disagree"
     return values.pop(), None
-
-
-def compare_scores(score_a: float, score_b: float) -> Verdict:
-    """Higher score wins; equal scores are a tie."""
-    if score_a > score_b:
-        return Verdict.A
-    if score_b > score_a:
-        return Verdict.B
-    return Verdict.TIE

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
-from j1.formats.grammar import Parsed, Verdict, invalid, parse_score, split_thought
+from j1.formats.grammar import invalid, parse_score, split_thought
+from j1.pairs import Parsed, Verdict
 
 
 class PointwiseScore(JudgeFormat):

@@ -29,11 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from j1.formats import Verdict, get_format
-from j1.judge import orient
+from j1.pairs import LABELS, orient, other, slots
 
 CONSISTENCY_MODES = ("expected", "index")
-PAIRWISE_ORDERS = ("AB", "BA")
-POINTWISE_SLOTS = ("A", "B")
 
 
 @dataclass(frozen=True)
@@ -67,10 +65,10 @@ class RewardParts:
 def check_rollout(r: Rollout) -> None:
     """Raise ValueError naming the field when a rollout cannot be rewarded."""
     fmt = get_format(r.format)
-    allowed = PAIRWISE_ORDERS if fmt.pairwise else POINTWISE_SLOTS
+    allowed = slots(fmt.pairwise)
     if r.order not in allowed:
         raise ValueError(f"order {r.order!r} is not valid for format {r.format!r}; use one of {allowed}")
-    if r.label not in ("A", "B"):
+    if r.label not in LABELS:
         raise ValueError(f"label {r.label!r}: must be 'A' or 'B' (the better response, in AB naming)")
 
 
@@ -91,9 +89,6 @@ def _groups(rollouts: Sequence[Rollout]) -> dict[tuple[str, str, str], list[int]
     for i, r in enumerate(rollouts):
         groups[(r.format, r.pair_id, r.order)].append(i)
     return groups
-
-
-_OTHER = {"AB": "BA", "BA": "AB", "A": "B", "B": "A"}
 
 
 def score_rollouts(
@@ -133,17 +128,17 @@ def score_rollouts(
             correct[i] = 1.0 if j.verdict.value == r.label else 0.0
 
     for i, (r, j) in enumerate(zip(rollouts, judged, strict=True)):
-        other = groups.get((r.format, r.pair_id, _OTHER[r.order]), [])
+        partner = groups.get((r.format, r.pair_id, other(r.order)), [])
         k = rank_in_group[i]
         if get_format(r.format).pairwise:
-            if not other:
+            if not partner:
                 continue  # partner order missing: consistency undefined (None)
             if consistency == "expected":
-                cons[i] = correct[i] * (sum(correct[o] for o in other) / len(other))
-            elif k < len(other):
-                cons[i] = correct[i] * correct[other[k]]
+                cons[i] = correct[i] * (sum(correct[o] for o in partner) / len(partner))
+            elif k < len(partner):
+                cons[i] = correct[i] * correct[partner[k]]
         else:
-            correct[i] = _pointwise_rank(r, j, [judged[o] for o in other], k, consistency)
+            correct[i] = _pointwise_rank(r, j, [judged[o] for o in partner], k, consistency)
 
     return [
         RewardParts(c, s, w_correct * c + (0.0 if s is None else w_consistency * s))

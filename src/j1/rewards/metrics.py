@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from j1.formats import Verdict, get_format
+from j1.pairs import ORDERS, Order, other
 from j1.rewards.core import Judged, RewardParts, Rollout
 
 
@@ -49,13 +50,12 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
             thoughts.append(float(len(j.thought.split())))
     flips: list[float] = []
     missing = 0
-    other = {"AB": "BA", "BA": "AB", "A": "B", "B": "A"}
     for (fmt, pid, order), idxs in groups.items():
-        partner = groups.get((fmt, pid, other[order]))
+        partner = groups.get((fmt, pid, other(order)))
         if partner is None:
             missing += len(idxs)
             continue
-        if order != "AB":
+        if order != Order.AB:
             continue
         for a, b in zip(idxs, partner, strict=False):  # index-paired; extra rollouts of one order are not paired
             va, vb = judged[a].verdict, judged[b].verdict
@@ -66,8 +66,7 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
         "missing_partner": missing / len(rollouts),
     }
     for key, xs in (
-        ("acc/AB", by_order.get("AB", [])),
-        ("acc/BA", by_order.get("BA", [])),
+        *((f"acc/{o}", by_order.get(o, [])) for o in ORDERS),
         ("acc/pos", by_order.get("pos", [])),
         ("flip_rate", flips),
         ("shown_A_share", shown_a),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from j1.chat import render, with_prefill
 from j1.formats import get_format
+from j1.pairs import render_both
 from j1.schema import RowError, iter_jsonl, read_pairs
 
 log = logging.getLogger(__name__)
@@ -39,13 +40,14 @@ class Pair:
 
 def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
     """Read pairs from a ``j1 synth mix`` file (rows with ``order``, read and validated by
-    ``j1.data.mix.read_train_rows``) or a chosen/rejected pair file (``j1.schema.read_pairs``;
+    ``j1.schema.read_train_rows``) or a chosen/rejected pair file (``j1.schema.read_pairs``;
     placed in AB with ``j1.data.mix.both_orders``, the same seeded coin the mix uses).
 
     Raises:
         RowError: a malformed row, naming ``path:line`` and the field; a pair with one order only.
     """
-    from j1.data.mix import both_orders, read_train_rows
+    from j1.data.mix import both_orders
+    from j1.schema import read_train_rows
 
     first = next((obj for _, obj in iter_jsonl(path)), None)
     if first is None:
@@ -89,12 +91,7 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str
     rows: list[dict] = []
     for name in formulation_formats(formulation):
         fmt = get_format(name, template)
-        if fmt.pairwise:
-            slots = [("AB", fmt.render(pair.prompt, pair.response_a, pair.response_b)),
-                     ("BA", fmt.render(pair.prompt, pair.response_b, pair.response_a))]
-        else:
-            slots = [("A", fmt.render(pair.prompt, pair.response_a)), ("B", fmt.render(pair.prompt, pair.response_b))]
-        for order, messages in slots:
+        for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b):
             rows.append({"prompt": with_prefill(messages, prefill), "pair_id": pair.pair_id, "order": order,
                          "label": pair.label, "judge_format": name})
     return rows

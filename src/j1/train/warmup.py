@@ -16,12 +16,16 @@ them. Quoting is still label-free: it names no winner and no reason.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from j1.formats import get_format
 from j1.formats.templates import quote_parts
+from j1.pairs import shown_responses
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +47,6 @@ POINT_THOUGHTS = (
 
 
 THOUGHT_KINDS = ("generic", "quote")
-
-
-def shown_parts(pair, order: str) -> list[str]:
-    """The responses of ``pair`` (a ``j1.train.data.Pair``) as a judge row with ``order`` shows them."""
-    return {"AB": [pair.response_a, pair.response_b], "BA": [pair.response_b, pair.response_a],
-            "A": [pair.response_a], "B": [pair.response_b]}[order]
 
 
 def random_target(fmt_name: str, rng: random.Random, thought: str | None = None) -> str:
@@ -87,7 +85,8 @@ def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pair
         thought = None
         if thoughts == "quote":
             pair = pairs[r["pair_id"]]
-            thought = quote_parts(pair.prompt, shown_parts(pair, r["order"]), quote_words)
+            thought = quote_parts(pair.prompt, shown_responses(pair.response_a, pair.response_b, r["order"]),
+                                  quote_words)
         target = random_target(r["judge_format"], rng, thought)
         out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": target}]})
     return out
@@ -124,3 +123,67 @@ def valid_rate(model, tokenizer, rows: Sequence[dict], *, samples: int, temperat
                 examples.append({"text": c.text, "verdict": parsed.verdict.value, "error": parsed.error})
     return {"valid_rate": valid / total, "completions": total,
             "shown_A_share": shown_a / decided if decided else None, "examples": examples}
+
+
+def run_warmup(cfg, sft_args, model_args) -> dict:
+    """The ``j1 warmup`` recipe: SFT on random well-formed targets for the training prompts (held-out
+    units kept apart), the valid-output rate before and after, and the model in OUTPUT_DIR (LoRA
+    merged, so ``j1 train --model_name_or_path OUTPUT_DIR`` loads it as a plain model), with
+    ``warmup.json`` and ``run.json``. Returns warmup.json's content (empty off the main process)."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTTrainer, get_peft_config
+
+    from j1.models import load_tokenizer, resolve_model
+    from j1.runinfo import write_run_json
+    from j1.schema import write_json_atomic
+    from j1.train.callbacks import JsonlLogCallback
+    from j1.train.data import UNIT, build_rows, load_pairs
+
+    started = time.time()
+    out = Path(sft_args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = resolve_model(model_args.model_name_or_path)
+    tokenizer = load_tokenizer(path)
+    pairs = load_pairs(cfg.train_file, pair_seed=cfg.pair_seed)
+    if cfg.max_pairs is not None:
+        pairs = pairs[: cfg.max_pairs + cfg.heldout_pairs]
+    rows, counts = build_rows(pairs, cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cfg.max_prompt_tokens,
+                              template=cfg.template)
+    # Held-out units come from the end of the file, whole units only; SFT never sees their prompts.
+    n_held = min(cfg.heldout_pairs * UNIT, len(rows) - UNIT)
+    train_rows, held_rows = rows[: len(rows) - n_held], rows[len(rows) - n_held :]
+    dtype = getattr(torch, model_args.dtype) if model_args.dtype not in (None, "auto") else "auto"
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    check = dict(samples=cfg.check_samples, temperature=cfg.check_temperature,
+                 max_new_tokens=cfg.check_max_new_tokens, seed=cfg.warmup_seed)
+    before = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
+    if before:
+        log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
+    trainer = SFTTrainer(
+        model=model, args=sft_args, train_dataset=Dataset.from_list(sft_rows(
+            train_rows, cfg.warmup_seed, thoughts=cfg.thoughts, pairs={p.pair_id: p for p in pairs},
+            quote_words=cfg.quote_words)),
+        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        callbacks=[JsonlLogCallback(out / "log.jsonl")],
+    )
+    trainer.train(resume_from_checkpoint=sft_args.resume_from_checkpoint)
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):  # LoRA: save a plain model that j1 train/eval can load
+        model = model.merge_and_unload()
+    after = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
+    if after:
+        log.info("valid-output rate after the warm-up: %.3f", after["valid_rate"])
+    report: dict = {}
+    if trainer.accelerator.is_main_process:
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+        report = {"formulation": cfg.formulation, "train_rows": len(train_rows), "heldout_rows": len(held_rows),
+                  "check": check, "before": before, "after": after, "data": counts}
+        write_json_atomic(out / "warmup.json", report)
+        config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
+        write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
+                       model_path=path, global_step=trainer.state.global_step,
+                       valid_rate={"before": before and before["valid_rate"], "after": after and after["valid_rate"]})
+    return report

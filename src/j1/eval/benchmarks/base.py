@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from j1.eval.items import Item
+from j1.eval.metrics import get_scorer
 from j1.schema import RowError, read_json_rows, require
 
 log = logging.getLogger(__name__)
-
-# Scoring schemes (see j1.eval.metrics): how item scores become the benchmark's own number.
-SCHEMES = ("mean", "judgebench", "rmbench", "rewardbench")
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ class Benchmark:
         name: the ``--benchmark`` value.
         parse_row: ``(row, where, ctx) -> [Item]`` (most rows give one item; PPE correctness rows
             give one per conflict pair). ``where`` is ``file:line`` for error messages.
-        scheme: how its accuracy is computed (SCHEMES).
+        scheme: how its accuracy is computed: the key of its scorer in ``j1.eval.metrics.SCORERS``.
         default_ties: "keep" or "drop" items labelled tie, when ``--ties`` is not given.
         hf_split: the Hub split to load when ``--data`` is a dataset id.
         splits: the ``--split`` values it accepts (None: it takes none).
@@ -51,6 +49,9 @@ class Benchmark:
     default_ties: str = "keep"
     hf_split: str = "train"
     splits: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        get_scorer(self.scheme)  # an unknown scheme fails when the benchmark is defined
 
 
 def str_field(row: Mapping, key: str, where: str) -> str:

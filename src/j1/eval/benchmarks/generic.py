@@ -8,9 +8,10 @@ pairs) are not judge data and fail with the missing field named.
 
 from __future__ import annotations
 
-from j1.data.mix import TrainRow
 from j1.eval.benchmarks.base import Benchmark, Context, str_field
 from j1.eval.items import Item
+from j1.pairs import Order
+from j1.schema import TrainRow
 
 
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
@@ -38,7 +39,7 @@ def mix_row(row, where: str) -> list[Item]:
     reader: each pair is there in both orders, and the evaluator shows both orders itself, so only
     the AB row makes an item; ``label`` names the better of ``response_a``/``response_b``."""
     r = TrainRow.from_row(row, where)
-    if r.order == "BA":
+    if r.order == Order.BA:
         return []
     chosen, rejected = (r.response_a, r.response_b) if r.label == "A" else (r.response_b, r.response_a)
     return [Item(id=r.pair_id, category=r.kind or "all", prompt=r.prompt,

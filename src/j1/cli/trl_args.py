@@ -1,0 +1,112 @@
+"""Parsing the commands that pass TRL's own config keys through (``j1 train``, ``j1 warmup``).
+
+TRL's GRPOConfig and SFTConfig bring some two hundred keys. ``--help`` shows the J1 section first and
+then the TRL keys a j1 recipe sets, one line each; ``--help-all`` prints TRL's full list. A YAML or
+flag that still uses an option replaced by a named choice fails with the replacement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+
+from j1.train.options import check_retired
+
+# The TRL (GRPOConfig/SFTConfig) and ModelConfig keys a j1 recipe sets, with a one-line help.
+COMMON_TRL = {
+    "model_name_or_path": "The model to train: a folder, a Hugging Face id, or smollm2-135m (the default).",
+    "output_dir": "Run folder: checkpoints, log.jsonl, run.json and the trained model.",
+    "learning_rate": "Learning rate.",
+    "lr_scheduler_type": "constant, constant_with_warmup, linear, cosine, ...",
+    "warmup_steps": "Steps of learning-rate warm-up.",
+    "max_steps": "Optimizer steps (overrides num_train_epochs when > 0).",
+    "num_train_epochs": "Passes over the training rows.",
+    "per_device_train_batch_size": "Rows per process and micro-batch (GRPO: pairs x 2 orders x G rollouts).",
+    "gradient_accumulation_steps": "Micro-batches per optimizer step.",
+    "num_generations": "GRPO: rollouts per judge prompt (G).",
+    "max_completion_length": "GRPO: most tokens per rollout.",
+    "temperature": "GRPO: sampling temperature of the rollouts.",
+    "beta": "GRPO: KL coefficient to the starting model (0 = no reference model).",
+    "scale_rewards": "GRPO: group, batch or none (how advantages are scaled).",
+    "use_vllm": "GRPO: generate with vLLM (GPU hosts; vllm_mode colocate or server).",
+    "use_peft": "Train a LoRA adapter (lora_r, lora_alpha, lora_target_modules).",
+    "lora_r": "LoRA rank.",
+    "lora_alpha": "LoRA alpha.",
+    "lora_target_modules": "LoRA target modules, e.g. all-linear.",
+    "dtype": "Weights dtype: float32 (CPU), bfloat16 (GPU).",
+    "gradient_checkpointing": "Recompute activations in the backward pass (false on CPU recipes).",
+    "save_steps": "Checkpoint every N steps.",
+    "logging_steps": "Log every N steps.",
+    "resume_from_checkpoint": "A checkpoint folder, or latest.",
+    "seed": "Seed of the run.",
+    "bf16": "bfloat16 mixed precision (false on CPU).",
+    "use_cpu": "Train on the CPU.",
+    "report_to": "none, tensorboard, wandb, ...",
+}
+
+
+def yaml_keys(argv: Sequence[str]) -> set[str]:
+    """The top-level keys of the ``--config`` YAML in ``argv`` (empty when there is none or it is unreadable:
+    the real parse reports that)."""
+    argv = list(argv)
+    path = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+    path = path or next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+    if path is None or not Path(path).is_file():
+        return set()
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return set()
+    return set(data) if isinstance(data, dict) else set()
+
+
+def short_help(parser: argparse.ArgumentParser, j1_class, *, prog: str, description: str) -> str:
+    """The help of ``--help``: the J1 section (``j1_class`` fields but its ``ADVANCED`` ones), then ``COMMON_TRL``."""
+    advanced = getattr(j1_class, "ADVANCED", frozenset())
+    j1_names = [f.name for f in fields(j1_class) if f.name not in advanced]
+    by_flag = {opt: a for a in parser._actions for opt in a.option_strings}
+    short = argparse.ArgumentParser(
+        prog=prog, usage=f"{prog} [--config FILE.yaml] [--KEY VALUE ...]", description=description, add_help=False,
+        epilog=f"{prog} --help-all lists every TRL key; a YAML takes the same keys.",
+    )
+    groups = (("J1 options", j1_names, None), ("TRL options (common)", list(COMMON_TRL), COMMON_TRL))
+    for title, names, helps in groups:
+        group = short.add_argument_group(title)
+        for name in names:
+            action = by_flag.get(f"--{name}")
+            if action is None:
+                continue
+            text = helps[name] if helps else action.help
+            default = action.default
+            if default not in (None, argparse.SUPPRESS, "") and helps is None:
+                text = f"{text} (default: {default})"
+            # TRL's parser takes a boolean as an optional value (nargs "?"): --use_peft, --use_peft false.
+            metavar = "BOOL" if action.nargs == "?" else name.upper().split("_")[-1]
+            group.add_argument(f"--{name}", metavar=metavar, help=text.replace("%", "%%"))
+    return short.format_help()
+
+
+def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, description: str):
+    """Parse ``argv`` (and ``--config FILE.yaml``) into one object per class; the first class is the J1
+    section. ``--help`` prints the short help, ``--help-all`` TRL's full one; both exit 0. A bad value
+    or a retired option exits 2 with the message, as argparse does."""
+    from trl import TrlParser
+
+    argv = list(argv)
+    parser = TrlParser(list(classes), prog=prog)
+    if "--help-all" in argv:
+        parser.print_help()
+        sys.exit(0)
+    if "-h" in argv or "--help" in argv:
+        sys.stdout.write(short_help(parser, classes[0], prog=prog, description=description))
+        sys.exit(0)
+    try:
+        check_retired(argv, yaml_keys(argv))
+        return parser.parse_args_and_config(argv)
+    except ValueError as exc:
+        parser.error(str(exc))

@@ -1,0 +1,153 @@
+"""The ``j1 train`` recipe: pairs -> judge prompts in both orders -> J1GRPOTrainer -> a saved judge.
+
+``run_train`` is what the command runs; ``build_trainer`` is the part tests and benchmarks reuse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def resolve_checkpoint(value: str | None, output_dir: str) -> str | None:
+    """``--resume_from_checkpoint``: a checkpoint folder, or ``latest``/``true`` for the newest one in
+    ``output_dir``; None to start fresh."""
+    if value is None or str(value).lower() in {"", "false", "none"}:
+        return None
+    if str(value).lower() in {"latest", "true"}:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        if last is None:
+            raise FileNotFoundError(f"--resume_from_checkpoint {value}: no checkpoint-* folder in {output_dir}")
+        return last
+    if not os.path.isdir(value):
+        raise FileNotFoundError(f"--resume_from_checkpoint {value}: not a folder")
+    return value
+
+
+def restrict_lora_layers(peft_config, model_path: str, last: int):
+    """Limit a LoRA config to the linear layers of the last ``last`` decoder blocks of ``model_path``.
+
+    peft refuses ``layers_to_transform`` with ``target_modules="all-linear"``, so "all-linear" is
+    expanded here to the names of the linear layers inside one decoder block (read from an empty,
+    weightless copy of the model).
+    """
+    import torch.nn as nn
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model_path)
+    n_layers = config.num_hidden_layers
+    if not 1 <= last <= n_layers:
+        raise ValueError(f"--lora_last_layers {last}: the model has {n_layers} decoder blocks")
+    targets = peft_config.target_modules
+    if targets in ("all-linear", {"all-linear"}, ["all-linear"]):
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(config)
+        block = model.model.layers[0]
+        targets = sorted({name.rsplit(".", 1)[-1] for name, mod in block.named_modules() if isinstance(mod, nn.Linear)})
+    peft_config.target_modules = list(targets)
+    peft_config.layers_to_transform = list(range(n_layers - last, n_layers))
+    return peft_config
+
+
+def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
+    """A J1GRPOTrainer from the three parsed configs of ``j1 train``.
+
+    Args:
+        j1cfg: ``j1.cli.configs.TrainConfig`` (formulation, rewards, data, the J1 options).
+        grpo_args: ``trl.GRPOConfig``; its ``reward_weights`` are set from the J1 section.
+        model_args: ``trl.ModelConfig``; ``model_name_or_path`` None means the embedded model,
+            ``use_peft`` trains a LoRA adapter.
+
+    Returns:
+        (trainer, info) with info = data counts and the resolved model path.
+    """
+    from datasets import Dataset
+    from trl import get_peft_config
+
+    from j1.models import load_tokenizer, resolve_model
+    from j1.rewards import make_reward_funcs
+    from j1.train.callbacks import JsonlLogCallback, TimeLimitCallback
+    from j1.train.data import build_rows, load_pairs
+    from j1.train.trl_grpo import J1GRPOTrainer
+
+    path = resolve_model(model_args.model_name_or_path)
+    tokenizer = load_tokenizer(path)
+    pairs = load_pairs(j1cfg.train_file, pair_seed=j1cfg.pair_seed)
+    if j1cfg.max_pairs is not None:
+        pairs = pairs[: j1cfg.max_pairs]
+    rows, counts = build_rows(
+        pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens,
+        template=j1cfg.template, prefill=j1cfg.assistant_prefill,
+    )
+    log.info("training rows: %s", counts)
+    funcs, weights = make_reward_funcs(
+        j1cfg.formulation, consistency=j1cfg.consistency, w_correct=j1cfg.correctness_weight,
+        w_consistency=j1cfg.consistency_weight, w_format=j1cfg.format_weight,
+    )
+    if grpo_args.reward_weights is not None and list(grpo_args.reward_weights) != weights:
+        raise ValueError("set reward weights in the J1 section (correctness_weight, consistency_weight, "
+                         "format_weight), not with --reward_weights")
+    grpo_args.reward_weights = weights
+    if model_args.dtype and model_args.dtype != "auto":
+        grpo_args.model_init_kwargs = {**(grpo_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    peft_config = get_peft_config(model_args)
+    if j1cfg.lora_last_layers is not None:
+        if peft_config is None:
+            raise ValueError("--lora_last_layers needs --use_peft")
+        peft_config = restrict_lora_layers(peft_config, path, j1cfg.lora_last_layers)
+    trainer = J1GRPOTrainer(
+        model=path,
+        reward_funcs=funcs,
+        args=grpo_args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks,
+                   *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
+        options=j1cfg.options(),
+        reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
+    )
+    info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
+            "reward_weights": weights, **counts}
+    return trainer, info
+
+
+def run_train(j1cfg, grpo_args, model_args) -> dict:
+    """Train, save the judge to OUTPUT_DIR/final and write OUTPUT_DIR/run.json; returns run.json's content."""
+    from j1.runinfo import write_run_json
+
+    started = time.time()
+    out = Path(grpo_args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    resume = resolve_checkpoint(grpo_args.resume_from_checkpoint, str(out))
+    trainer, info = build_trainer(j1cfg, grpo_args, model_args)
+    config = {"j1": dataclasses.asdict(j1cfg), "grpo": grpo_args.to_dict(), "model": dataclasses.asdict(model_args)}
+    is_main = trainer.accelerator.is_main_process
+    if is_main:
+        write_run_json(out / "run.json", command="j1 train", config=config, started=started,
+                       status="running", resume_from=resume, data=info)
+    result = trainer.train(resume_from_checkpoint=resume)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload") and not trainer.is_deepspeed_enabled:
+        # LoRA: save the merged model, so j1 eval/judge load OUTPUT_DIR/final as a plain model
+        # (checkpoints keep the adapter for resuming).
+        if is_main:
+            model.merge_and_unload().save_pretrained(str(out / "final"))
+    else:
+        trainer.save_model(str(out / "final"))
+    run = {}
+    if is_main:
+        trainer.processing_class.save_pretrained(str(out / "final"))
+        run = write_run_json(out / "run.json", command="j1 train", config=config, started=started,
+                             status="done", resume_from=resume, data=info, global_step=trainer.state.global_step,
+                             train_metrics=result.metrics)
+        log.info("done: %d steps; model in %s", trainer.state.global_step, out / "final")
+    return run
