@@ -21,7 +21,7 @@ from pathlib import Path
 from j1.backends import SamplingParams
 from j1.backends.local import LocalBackend
 from j1.formats import get_format
-from j1.judge import pair_prompts
+from j1.pairs import render_both
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "llmbar_dev.jsonl"
 
@@ -32,7 +32,7 @@ def load_prompts(items: int) -> list:
     with DATA.open() as fh:
         for line in list(fh)[:items]:
             row = json.loads(line)
-            prompts += [m for _, m in pair_prompts(fmt, row["input"], row["output_1"], row["output_2"])]
+            prompts += [m for _, m in render_both(fmt, row["input"], row["output_1"], row["output_2"])]
     return prompts
 
 

@@ -1,9 +1,10 @@
 """Local generation with transformers: batched across prompts, N samples sharing one prefill.
 
 ``generate(num_return_sequences=N)`` copies each prompt N times *before* the prefill, so a long
-judge prompt is encoded N times. We instead run the prefill once per prompt, repeat its KV cache N
-times, and let ``generate`` continue from it: the same tokens as N separate prompts would give (the
-greedy case is tested token for token), for 1/N of the prefill cost.
+judge prompt is encoded N times, and it grows its KV cache by copying at every step. Here each
+prompt is encoded once for its N samples and Llama-family models decode with ``j1.decode`` (the
+prompt's cache read in place, a static cache for the new tokens, finished rows compacted away):
+``generate``'s tokens (greedy, and sampled under a seed; tested), at a fraction of the cost.
 """
 
 from __future__ import annotations
@@ -118,12 +119,12 @@ class LocalBackend(Backend):
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         torch.manual_seed(seed)
         with torch.inference_mode():
-            if n == 1 or ids.shape[1] < 2 or not self.share_prefill:
+            if not self.share_prefill:
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw
                 )
             else:
-                # Shared prefill: each prompt encoded once for its n samples (j1.sharedprefix).
+                # Each prompt encoded once for its n samples, then j1's decode (j1.sharedprefix, j1.decode).
                 out = sharedprefix.generate(
                     self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), **gen_kw
                 )

@@ -1,0 +1,208 @@
+"""Local decoding speed on the embedded model: j1's decode beside transformers' ``generate`` (and
+llama.cpp when llama-cpp-python is installed), on the same judge prompts, in one run.
+
+    OMP_NUM_THREADS=2 .venv/bin/python bench/bench_decode.py [--threads 2] [--rounds 3] [--json out.json]
+
+The workload: the pav prompts of ``bench_judge.py --items 2`` (4 prompts of 506-594 tokens, real
+LLMBar pairs in both orders), 8 samples each at temperature 1, exactly ``--new-tokens`` new tokens
+per sample (the stop token is held back). Each engine runs in its own process, once with 1 new
+token (the prefill) and once with all of them, ``--rounds`` times with the order rotated; the
+medians give judgments/s, prefill tokens/s (prompt tokens over the 1-token run), decode tokens/s
+(the extra tokens over the extra time) and peak memory (the process's max RSS). Engines:
+
+- ``j1``: ``LocalBackend`` (each prompt encoded once, ``j1.decode``);
+- ``j1-previous``: each prompt encoded once, then ``generate`` on the fanned-out cache (j1's path
+  before ``j1.decode``);
+- ``generate`` and ``generate-static``: ``generate(num_return_sequences=8)`` on the 4 prompts, with
+  transformers' dynamic and static cache;
+- ``llamacpp``: llama-cpp-python's low-level batch API on the GGUF the embedded model ships in, one
+  prompt at a time with its 8 sequences sharing the prompt's cache (the F32 file with ``--gguf``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ENGINES = ("j1", "j1-previous", "generate", "generate-static", "llamacpp")
+
+
+def workload(items: int):
+    sys.path.insert(0, str(HERE))
+    from bench_judge import load_prompts
+
+    return load_prompts(items)
+
+
+def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int) -> dict:
+    import torch
+
+    from j1.backends import SamplingParams
+    from j1.backends.local import LocalBackend
+
+    torch.set_num_threads(threads)
+    backend = LocalBackend(None, max_batch_rows=samples * len(prompts))
+    backend.model.generation_config.min_new_tokens = new_tokens  # hold the stop back: equal work
+    tok, model = backend.tokenizer, backend.model
+    texts = [backend.render(m) for m in prompts]
+    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, temperature=1.0, top_k=0,
+              pad_token_id=tok.pad_token_id)
+    # One short call first: kernel set-up and weight packing are not what is measured.
+    backend.generate(prompts[:1], SamplingParams(n=samples, temperature=1.0, max_new_tokens=2, seed=1))
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        if engine == "j1":
+            backend.generate(prompts, SamplingParams(n=samples, temperature=1.0, max_new_tokens=new_tokens, seed=0))
+        elif engine == "j1-previous":
+            from j1 import sharedprefix
+
+            ids = enc.input_ids.repeat_interleave(samples, 0)
+            mask = enc.attention_mask.repeat_interleave(samples, 0)
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            cache = sharedprefix.prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+            model.generate(input_ids=ids, attention_mask=mask, cache=cache, **kw)
+        else:
+            extra = {"cache_implementation": "static"} if engine == "generate-static" else {}
+            model.generate(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                           num_return_sequences=samples, **kw, **extra)
+    return {"seconds": time.perf_counter() - t0, "prompt_tokens": int(enc.attention_mask.sum())}
+
+
+def run_llamacpp(prompts, samples: int, new_tokens: int, threads: int, gguf: str | None) -> dict:
+    import numpy as np
+    from llama_cpp import llama_cpp as C
+
+    from j1.chat import render
+    from j1.models import embedded_gguf_path, load_tokenizer, resolve_model
+
+    path = gguf or str(embedded_gguf_path())
+    tok = load_tokenizer(resolve_model(None))
+    token_lists = [tok(render(tok, m), add_special_tokens=False).input_ids for m in prompts]
+    C.llama_backend_init()
+    model = C.llama_model_load_from_file(path.encode(), C.llama_model_default_params())
+    params = C.llama_context_default_params()
+    params.n_ctx = max(map(len, token_lists)) + new_tokens + 8
+    params.n_ctx *= samples
+    params.n_batch = params.n_ubatch = 1024
+    params.n_seq_max = samples
+    params.n_threads = params.n_threads_batch = threads
+    ctx = C.llama_init_from_model(model, params)
+    vocab = C.llama_model_get_vocab(model)
+    n_vocab = C.llama_vocab_n_tokens(vocab)
+    memory = C.llama_get_memory(ctx)
+    rng = np.random.default_rng(0)
+    batch = C.llama_batch_init(1024, 0, samples)
+    t0 = time.perf_counter()
+    for ids in token_lists:
+        C.llama_memory_clear(memory, True)
+        batch.n_tokens = len(ids)
+        for i, t in enumerate(ids):  # the prompt once, in sequence 0
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = t, i, 1
+            batch.seq_id[i][0], batch.logits[i] = 0, i == len(ids) - 1
+        if C.llama_decode(ctx, batch):
+            raise RuntimeError("llama_decode failed on the prompt")
+        for s in range(1, samples):  # its cache shared by the other sequences
+            C.llama_memory_seq_cp(memory, 0, s, -1, -1)
+        logits = np.ctypeslib.as_array(C.llama_get_logits_ith(ctx, len(ids) - 1), shape=(n_vocab,)).copy()
+        rows = np.tile(logits, (samples, 1))
+        for step in range(new_tokens):
+            p = np.exp(rows - rows.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            nxt = [int(rng.choice(n_vocab, p=row)) for row in p]
+            if step == new_tokens - 1:
+                break
+            batch.n_tokens = samples
+            for s, t in enumerate(nxt):
+                batch.token[s], batch.pos[s], batch.n_seq_id[s] = t, len(ids) + step, 1
+                batch.seq_id[s][0], batch.logits[s] = s, True
+            if C.llama_decode(ctx, batch):
+                raise RuntimeError("llama_decode failed while decoding")
+            rows = np.stack([np.ctypeslib.as_array(C.llama_get_logits_ith(ctx, s), shape=(n_vocab,))
+                             for s in range(samples)])
+    seconds = time.perf_counter() - t0
+    C.llama_batch_free(batch)
+    C.llama_free(ctx)
+    C.llama_model_free(model)
+    return {"seconds": seconds, "prompt_tokens": sum(map(len, token_lists))}
+
+
+def child(a) -> None:
+    prompts = workload(a.items)
+    if a.child == "llamacpp":
+        out = run_llamacpp(prompts, a.samples, a.new_tokens, a.threads, a.gguf)
+    else:
+        out = run_torch(a.child, prompts, a.samples, a.new_tokens, a.threads)
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def measure(engine: str, new_tokens: int, a) -> dict:
+    cmd = [sys.executable, __file__, "--child", engine, "--threads", str(a.threads), "--items", str(a.items),
+           "--samples", str(a.samples), "--new-tokens", str(new_tokens)] + (["--gguf", a.gguf] if a.gguf else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{engine}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--items", type=int, default=2, help="LLMBar pairs (each judged in both orders)")
+    ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--new-tokens", type=int, default=48)
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--gguf", default=None, help="llama.cpp model file (default: the embedded Q4_1 GGUF)")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        return child(a)
+    engines = [e for e in a.engines.split(",") if e]
+    if "llamacpp" in engines:
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            print("llama-cpp-python is not installed (pip install -e '.[llamacpp]'): llamacpp left out")
+            engines.remove("llamacpp")
+    runs: dict[str, list[tuple[dict, dict]]] = {e: [] for e in engines}
+    for r in range(a.rounds):
+        order = engines[r % len(engines):] + engines[: r % len(engines)]
+        for e in order:
+            runs[e].append((measure(e, 1, a), measure(e, a.new_tokens, a)))
+            print(f"round {r + 1}: {e} done", flush=True)
+    judgments = a.samples * 2 * a.items
+    rows = {}
+    for e, rs in runs.items():
+        pre = statistics.median(p["seconds"] for p, _ in rs)
+        full = statistics.median(f["seconds"] for _, f in rs)
+        rows[e] = {
+            "judgments_per_s": judgments / full,
+            "prefill_tok_s": rs[0][0]["prompt_tokens"] / pre,
+            "decode_tok_s": judgments * (a.new_tokens - 1) / max(full - pre, 1e-9),
+            "seconds": full, "peak_rss_mb": max(f["peak_rss_mb"] for _, f in rs),
+        }
+    print(f"\n{judgments} judgments ({2 * a.items} prompts x {a.samples} samples), {a.new_tokens} new tokens each, "
+          f"{a.threads} threads, median of {a.rounds} rounds")
+    print(f"{'engine':<16} {'judgments/s':>11} {'prefill tok/s':>13} {'decode tok/s':>12} {'peak MB':>8}  "
+          + "  ".join(f"x{e}" for e in rows))
+    for e, row in rows.items():
+        ratios = "  ".join(f"{row['judgments_per_s'] / rows[o]['judgments_per_s']:>{len(o) + 1}.2f}" for o in rows)
+        print(f"{e:<16} {row['judgments_per_s']:>11.2f} {row['prefill_tok_s']:>13.0f} {row['decode_tok_s']:>12.0f} "
+              f"{row['peak_rss_mb']:>8.0f}  {ratios}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"args": vars(a), "engines": rows}, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
