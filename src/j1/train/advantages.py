@@ -63,9 +63,8 @@ def couple_advantages(
     orders) gets exactly zero weight from a couple. If both rollouts name the first-shown response,
     one is right and one is wrong, so the letter is pushed up in one order and down in the other, by
     the same amount. A couple where both are right, or both wrong, gives no signal. Over the pair's
-    2G rollouts this cancellation holds only on average. It is no restoring force: on the CPU
-    (results/train, session 11, run 13) the position preference still drifted, because an update
-    made in one context also moves the others.
+    2G rollouts this cancellation holds only on average. It is no restoring force: an update made in
+    one context also moves the others, so the preference can still drift (``position_balance`` holds it).
 
     >>> r = torch.tensor([[1.0], [0.0], [0.0], [1.0]])   # AB: first, second; BA: first, second
     >>> couple_advantages(r, torch.ones(1), 2, "none").tolist()
