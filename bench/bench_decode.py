@@ -41,14 +41,14 @@ def workload(items: int):
     return load_prompts(items)
 
 
-def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int) -> dict:
+def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int, dtype: str = "float32") -> dict:
     import torch
 
     from j1.backends import SamplingParams
     from j1.backends.local import LocalBackend
 
     torch.set_num_threads(threads)
-    backend = LocalBackend(None, max_batch_rows=samples * len(prompts))
+    backend = LocalBackend(None, max_batch_rows=samples * len(prompts), dtype=dtype)
     backend.model.generation_config.min_new_tokens = new_tokens  # hold the stop back: equal work
     tok, model = backend.tokenizer, backend.model
     texts = [backend.render(m) for m in prompts]
@@ -140,14 +140,15 @@ def child(a) -> None:
     if a.child == "llamacpp":
         out = run_llamacpp(prompts, a.samples, a.new_tokens, a.threads, a.gguf)
     else:
-        out = run_torch(a.child, prompts, a.samples, a.new_tokens, a.threads)
+        out = run_torch(a.child, prompts, a.samples, a.new_tokens, a.threads, a.dtype)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
 
 def measure(engine: str, new_tokens: int, a) -> dict:
     cmd = [sys.executable, __file__, "--child", engine, "--threads", str(a.threads), "--items", str(a.items),
-           "--samples", str(a.samples), "--new-tokens", str(new_tokens)] + (["--gguf", a.gguf] if a.gguf else [])
+           "--samples", str(a.samples), "--new-tokens", str(new_tokens), "--dtype", a.dtype] + (
+               ["--gguf", a.gguf] if a.gguf else [])
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{engine}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
@@ -162,6 +163,7 @@ def main(argv=None) -> None:
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--new-tokens", type=int, default=48)
     ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--dtype", default="float32", help="weights of the torch engines: float32 or bfloat16")
     ap.add_argument("--gguf", default=None, help="llama.cpp model file (default: the embedded Q4_1 GGUF)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)

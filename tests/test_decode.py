@@ -128,8 +128,9 @@ def test_only_llama_family_layouts_are_supported(tiny):
     assert not decode.supports(torch.nn.Linear(2, 2))
 
 
-def test_embedded_model_greedy_matches_generate():
-    # The real judge: two judge prompts, 4 samples each sharing the prompt, greedy.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_embedded_model_greedy_matches_generate(dtype):
+    # The real judge: two judge prompts, 4 samples each sharing the prompt, greedy, in both weight types.
     from j1.chat import render
     from j1.formats import get_format
     from j1.models import resolve_model
@@ -137,7 +138,7 @@ def test_embedded_model_greedy_matches_generate():
 
     path = resolve_model(None)
     tok = AutoTokenizer.from_pretrained(path, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
     texts = [render(tok, m) for _, m in render_both(get_format("pav", "compact"), "What is 2 + 3?", "5.", "6.")]
     ids, mask = _prompts(tok, texts, (0, 0, 1, 1))
     kw = dict(max_new_tokens=16, do_sample=False, pad_token_id=tok.pad_token_id)
