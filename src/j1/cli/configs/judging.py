@@ -1,0 +1,145 @@
+"""Configs of the commands that ask a judge: ``j1 judge``, ``j1 eval``, ``j1 score``, ``j1 probe``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from j1.cli.configs.common import (
+    FORMAT_NAMES,
+    PREFILL_HELP,
+    BackendArgs,
+    SamplingArgs,
+    check_format,
+    check_template,
+    template_field,
+)
+from j1.formats import FORMATS
+
+
+@dataclass
+class JudgeConfig(BackendArgs, SamplingArgs):
+    """``j1 judge``: one prompt and one or two responses."""
+
+    format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
+    template: str = template_field()
+    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
+    prompt: str | None = field(default=None, metadata={"help": "The user's request."})
+    response_a: str | None = field(default=None, metadata={"help": "The first response."})
+    response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})
+    json: bool = field(default=False, metadata={"help": "Print one JSON object instead of text."})
+
+    def __post_init__(self) -> None:
+        check_format(self.format)
+        check_template(self.template)
+        self._check_backend()
+        self._check_sampling()
+        if self.prompt is None or self.response_a is None:
+            raise ValueError("j1 judge needs --prompt and --response-a")
+        if FORMATS[self.format].pairwise and self.response_b is None and self.format != "pos":
+            raise ValueError(f"--format {self.format} compares two responses: add --response-b")
+
+
+@dataclass
+class EvalConfig(BackendArgs, SamplingArgs):
+    """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
+
+    benchmark: str | None = field(
+        default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
+                                "mtbench_human, pandalm, autoj, hh_rlhf or generic."})
+    data: str | None = field(
+        default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
+    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
+    format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
+    template: str = template_field()
+    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
+    limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
+    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
+    split: str | None = field(
+        default=None, metadata={"help": "Benchmark part: JudgeBench 'gpt-4o' (the J1 paper's 350 pairs) or 'claude'."})
+    hf_split: str | None = field(
+        default=None, metadata={"help": "Hub split when --data is a dataset id (default: the benchmark's own)."})
+    ties: str | None = field(
+        default=None, metadata={"help": "keep or drop tie-labelled items (default per benchmark: PPE and "
+                                "MT-Bench drop, the rest keep)."})
+    max_error_rate: float = field(
+        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        from j1.eval.benchmarks import BENCHMARKS
+
+        check_format(self.format)
+        check_template(self.template)
+        self._check_backend()
+        self._check_sampling()
+        if self.benchmark not in BENCHMARKS:
+            raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
+        if not self.data:
+            raise ValueError("j1 eval needs --data (a local file or a Hugging Face dataset id)")
+        if not self.out:
+            raise ValueError("j1 eval needs --out DIR (the run folder)")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all rows)")
+        if self.ties not in (None, "keep", "drop"):
+            raise ValueError(f"--ties {self.ties!r}: choose keep or drop")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
+        if self.n_boot < 1:
+            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+
+
+@dataclass
+class ScoreConfig:
+    """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl."""
+
+    run_dir: str | None = field(default=None, metadata={"help": "The j1 eval run folder (also positional)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
+
+    def __post_init__(self) -> None:
+        if not self.run_dir:
+            raise ValueError("j1 score needs the run folder: j1 score DIR")
+
+
+@dataclass
+class ProbeConfig:
+    """``j1 probe``: a pav judge's verdict log-odds in both orders after a fixed thought and
+    ``<answer>[[`` (no sampling): content margin, content accuracy and position bias (see j1.probe)."""
+
+    model: str | None = field(
+        default=None,
+        metadata={"help": "The judge: a model folder, a LoRA adapter folder (a checkpoint; its base is --base or "
+                  "the adapter's base_model_name_or_path), smollm2-135m (the embedded model, default) or a "
+                  "Hugging Face id."})
+    base: str | None = field(
+        default=None, metadata={"help": "Base model of a LoRA adapter --model (default: the one its "
+                                "adapter_config.json names); not used when --model is a full model."})
+    data: str | None = field(
+        default=None, metadata={"help": "Pairs: j1 synth mix rows (e.g. heldout.jsonl) or a chosen/rejected pair file."})
+    template: str = template_field()
+    thought: str | None = field(
+        default=None, metadata={"help": "The fixed thought before the verdict. Default: the first generic thought "
+                                "of j1 warmup (j1.train.warmup.THOUGHTS), the one a warmed-up judge writes."})
+    quote_words: int = field(
+        default=0, metadata={"help": "N > 0: the thought quotes the first N words of the request and of each "
+                             "response as shown (j1 warmup --thoughts quote), in place of --thought."})
+    limit: int | None = field(default=None, metadata={"help": "Probe only the first K pairs (file order)."})
+    batch_size: int = field(default=8, metadata={"help": "Judge prompts per forward pass."})
+    out: str | None = field(
+        default=None, metadata={"help": "Also write the summary and every pair's log-odds to this .json file."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        check_template(self.template)
+        if not self.data:
+            raise ValueError("j1 probe needs --data (j1 synth mix rows or a chosen/rejected pair file)")
+        if self.quote_words < 0:
+            raise ValueError(f"--quote_words {self.quote_words}: must be >= 0 (0 = the fixed --thought)")
+        if self.quote_words and self.thought is not None:
+            raise ValueError(f"--thought and --quote_words {self.quote_words} both set the thought; keep one")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all pairs)")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch_size {self.batch_size}: must be >= 1")
+        if self.out is not None and not self.out.endswith(".json"):
+            raise ValueError(f"--out {self.out!r}: must end in .json")

@@ -1,0 +1,186 @@
+"""Configs of ``j1 reward``, ``j1 train`` (the J1 section beside TRL's GRPOConfig) and ``j1 warmup``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from j1.cli.configs.common import FORMAT_NAMES, check_format, check_template, template_field
+
+# The choices live with the trainer's options object (a light module: no torch import).
+from j1.train.options import CONSISTENCY_MODES, FORMULATIONS, J1Options
+from j1.train.options import check_choice as _check_choice
+
+
+@dataclass
+class RewardConfig:
+    """``j1 reward``: score judge rollouts offline with the J1 rewards."""
+
+    format: str = field(default="pav", metadata={"help": f"Judge format of the completions: {', '.join(FORMAT_NAMES)}."})
+    consistency: str = field(
+        default="expected",
+        metadata={"help": "expected: correctness x mean correctness of the other order's rollouts; "
+                  "index: rollout k of each order paired, 1 if both right (pos: compare with the mean "
+                  "or the k-th score of the other response)."},
+    )
+    input: str | None = field(
+        default=None,
+        metadata={"help": 'Rollouts JSONL: {"pair_id", "order": "AB"|"BA" (pos: "A"|"B"), "label": "A"|"B", '
+                  '"completion"} per line.'},
+    )
+    output: str | None = field(default=None, metadata={"help": 'Output JSONL: the input rows plus "rewards".'})
+    correctness_weight: float = field(default=1.0, metadata={"help": "Weight of correctness in total."})
+    consistency_weight: float | None = field(
+        default=None, metadata={"help": "Weight of consistency in total (default 1 for pav/pavs, 0 for pas)."}
+    )
+
+    def __post_init__(self) -> None:
+        check_format(self.format)
+        _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        if not self.input or not self.output:
+            raise ValueError("j1 reward needs --input ROLLOUTS.jsonl and --output OUT.jsonl")
+
+
+@dataclass
+class TrainConfig:
+    """``j1 train``: the J1 section. GRPOConfig (TRL) and ModelConfig keys are parsed beside it, so
+    every TRL option works in the YAML or as a flag (``--learning_rate 1e-6``, ``--use_peft``)."""
+
+    # Fields that `--help` leaves to `--help-all`: diagnostics, not recipe choices.
+    ADVANCED: ClassVar[frozenset[str]] = frozenset({"reward_trace"})
+
+    formulation: str = field(
+        default="pav", metadata={"help": f"Judge formulation: {', '.join(FORMULATIONS)} (multitask = pas + pos)."}
+    )
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "Training pairs: `j1 synth mix` rows (both orders), or a prompt/chosen/rejected pair file."},
+    )
+    template: str = template_field()
+    assistant_prefill: str | None = field(
+        default=None,
+        metadata={"help": "Fixed start of every answer (e.g. a thought and '<answer>[['): only the rest is sampled and "
+                  "trained; the rewards read prefill + continuation."},
+    )
+    consistency: str = field(
+        default="expected",
+        metadata={"help": "Consistency reward: expected (x mean correctness of the other order) or index (rollout k "
+                  "with rollout k)."})
+    correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
+    consistency_weight: float | None = field(
+        default=None, metadata={"help": "Weight of the consistency reward (default 1 for pav/pavs, 0 otherwise)."}
+    )
+    format_weight: float = field(
+        default=0.0, metadata={"help": "Weight of a format reward (the paper's ablation; 0 = off)."}
+    )
+    advantage_groups: str = field(
+        default="pair",
+        metadata={"help": "Rollouts that share a GRPO baseline: prompt (TRL's own), pair (both orders' 2G "
+                  "rollouts) or couple (rollout k of AB with rollout k of BA)."},
+    )
+    loss_span: str = field(
+        default="all",
+        metadata={"help": "Completion tokens the policy loss trains: all, to_answer (stop at the answer's "
+                  "closing tag) or answer (the answer span alone; the thought still conditions it)."},
+    )
+    invalid_advantage: float | None = field(
+        default=None,
+        metadata={"help": "pair/couple groups: a rollout with no parseable verdict leaves the baseline and gets "
+                  "this advantage (e.g. -1). Unset = scored 0 like a wrong verdict (the paper)."},
+    )
+    position_balance: float = field(
+        default=0.0,
+        metadata={"help": "Strength of a restoring force on the judge's position preference (leave-one-out batch "
+                  "imbalance); 0 = off."},
+    )
+    stop_advantage: float | None = field(
+        default=None,
+        metadata={"help": "loss_span to_answer/answer: advantage -X for a token written after the answer in place "
+                  "of the stop. Unset = off."},
+    )
+    max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
+    max_prompt_tokens: int | None = field(
+        default=None, metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets)."}
+    )
+    share_prompt_prefix: bool = field(
+        default=True,
+        metadata={"help": "Encode each judge prompt once for its G rollouts (generation and log-prob passes); "
+                  "TRL's numbers at 1/G of the prompt cost. false = TRL's own passes."},
+    )
+    pair_seed: int = field(
+        default=0, metadata={"help": "Seed of the side the chosen response is placed on (chosen/rejected input)."}
+    )
+    lora_last_layers: int | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: LoRA on the last N decoder blocks only (backward stops there: a "
+                  "cheaper CPU step)."},
+    )
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
+    )
+    reward_trace: bool = field(
+        default=False,
+        metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
+                  "OUTPUT_DIR/reward_trace-RANK.jsonl (shows both orders are rewarded together)."},
+    )
+
+    def __post_init__(self) -> None:
+        _check_choice("formulation", self.formulation, FORMULATIONS)
+        _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        check_template(self.template)
+        if not self.train_file:
+            raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
+        for name in ("max_pairs", "max_prompt_tokens", "lora_last_layers"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        if self.formulation == "pos" and self.consistency_weight:
+            raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
+        self.options()  # the named choices, checked here once
+
+    def options(self) -> J1Options:
+        """The frozen options object the trainer takes."""
+        return J1Options(
+            formulation=self.formulation, advantage_groups=self.advantage_groups, loss_span=self.loss_span,
+            invalid_advantage=self.invalid_advantage, position_balance=self.position_balance,
+            stop_advantage=self.stop_advantage, share_prompt_prefix=self.share_prompt_prefix,
+        )
+
+
+@dataclass
+class WarmupConfig:
+    """``j1 warmup``: a short label-free SFT (TRL SFTTrainer; every SFTConfig key works) that teaches
+    the output format with random verdicts/scores and short thoughts, and reports the valid-output
+    rate before and after on held-out prompts."""
+
+    formulation: str = field(default="pav", metadata={"help": f"Format to teach: {', '.join(FORMULATIONS)}."})
+    template: str = template_field()
+    train_file: str | None = field(default=None, metadata={"help": "Pairs to build prompts from (same as j1 train)."})
+    max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many pairs."})
+    max_prompt_tokens: int | None = field(default=None, metadata={"help": "Drop pairs with longer judge prompts."})
+    heldout_pairs: int = field(
+        default=16, metadata={"help": "Pairs kept out of the SFT data to measure the valid-output rate on."}
+    )
+    check_samples: int = field(default=2, metadata={"help": "Samples per held-out prompt for the valid rate."})
+    check_temperature: float = field(default=1.0, metadata={"help": "Sampling temperature for the valid rate."})
+    check_max_new_tokens: int = field(default=64, metadata={"help": "Token budget per check sample."})
+    warmup_seed: int = field(default=0, metadata={"help": "Seed of the random verdicts, scores and thoughts."})
+    pair_seed: int = field(default=0, metadata={"help": "Seed for which side the chosen response is shown on."})
+    thoughts: str = field(
+        default="generic", metadata={"help": "generic (a content-free sentence) or quote (the first --quote_words "
+                                     "words of the request and of each response, as shown)."})
+    quote_words: int = field(default=8, metadata={"help": "Words quoted from each part with --thoughts quote."})
+
+    def __post_init__(self) -> None:
+        _check_choice("formulation", self.formulation, FORMULATIONS)
+        from j1.train.warmup import THOUGHT_KINDS  # light: formats only
+
+        _check_choice("thoughts", self.thoughts, THOUGHT_KINDS)
+        check_template(self.template)
+        if not self.train_file:
+            raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
+        if self.quote_words < 1:
+            raise ValueError(f"--quote_words {self.quote_words}: must be >= 1")
+        if self.heldout_pairs < 0 or self.check_samples < 1 or self.check_max_new_tokens < 1:
+            raise ValueError("--heldout_pairs must be >= 0, --check_samples and --check_max_new_tokens >= 1")
