@@ -1,5 +1,6 @@
-"""Shared fixtures: the embedded model (loaded once per session), the shared data folder, and the
-``gpu`` marker (skipped when no CUDA device is present)."""
+"""Shared fixtures: the embedded model (loaded once per session), a tiny random model built locally
+(``train/tiny.py``), one torch thread for tiny-model tests, the shared data folder, and the ``gpu``
+marker (skipped when no CUDA device is present)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,23 @@ def transformers_server():
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tests on the tiny model run 3-4x faster on one thread when the machine is shared (spin-waiting
+    OpenMP threads); restored afterwards for the other test modules."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A 2-layer random Llama with the embedded model's tokenizer, saved to a folder (``train/tiny.py``)."""
+    from train.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

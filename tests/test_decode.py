@@ -3,24 +3,17 @@ compacts finished rows away and reads each shared prompt's cache in place."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from j1 import decode, sharedprefix
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "train"))
-from tiny import build_tiny_model  # noqa: E402
-
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    folder = build_tiny_model(tmp_path_factory.mktemp("tiny-decode"))
-    tok = AutoTokenizer.from_pretrained(folder, padding_side="left")
-    return AutoModelForCausalLM.from_pretrained(folder).eval(), tok
+def tiny(tiny_model):
+    tok = AutoTokenizer.from_pretrained(tiny_model, padding_side="left")
+    return AutoModelForCausalLM.from_pretrained(tiny_model).eval(), tok
 
 
 def _prompts(tok, texts, repeats):

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from train.tiny import build_tiny_model, write_pairs
+from train.tiny import write_pairs
 
 from j1.chat import render, with_prefill
 from j1.cli.main import main
@@ -35,20 +35,7 @@ from j1.train.data import Pair
 RECIPE_PREFILL = "<think>I compare both responses with the request.</think>\n<answer>[["
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """The tiny model runs faster on one thread on a shared machine; restored afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

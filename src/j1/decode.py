@@ -48,18 +48,14 @@ class Sampling:
     def from_generation_config(cls, config) -> Sampling | None:
         """The options of a ``GenerationConfig``, or None when it asks for something this path does not
         do (beams, repetition penalties, suppressed tokens, ...): the caller then uses ``generate``."""
-        plain = dict(num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0,
-                     min_length=0, suppress_tokens=None, begin_suppress_tokens=None, bad_words_ids=None,
-                     forced_bos_token_id=None, forced_eos_token_id=None, num_return_sequences=1,
-                     renormalize_logits=False, typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0,
-                     sequence_bias=None, guidance_scale=None, watermarking_config=None, stop_strings=None,
-                     max_length=None)
-        for key, default in plain.items():
-            value = getattr(config, key, default)
-            if key == "max_length":
-                continue  # generate's default; max_new_tokens decides
-            if value not in (default, None) and not (key == "min_length" and value == 0):
-                return None
+        # generate's defaults of the options this path does not implement; any other value falls back.
+        plain = dict(num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0, min_length=0,
+                     suppress_tokens=None, begin_suppress_tokens=None, bad_words_ids=None, forced_bos_token_id=None,
+                     forced_eos_token_id=None, num_return_sequences=1, renormalize_logits=False, typical_p=1.0,
+                     epsilon_cutoff=0.0, eta_cutoff=0.0, sequence_bias=None, guidance_scale=None,
+                     watermarking_config=None, stop_strings=None)
+        if any(getattr(config, key, default) not in (default, None) for key, default in plain.items()):
+            return None
         if config.max_new_tokens is None:
             return None
         eos = config.eos_token_id
@@ -185,18 +181,17 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling) -
         live = batch.row >= 0
         rows = batch.row[live]
         scores = logits[live]
-        # generate samples every original row each step (finished ones too): the same random draws.
-        full = torch.zeros(B, scores.shape[-1], dtype=scores.dtype, device=device)
-        full[:, 0] = 1.0
         if processors:
             seen = torch.cat([ids, out[:, :step]], dim=1)  # the processors read the sequence's length
             scores = processors(seen[rows], scores)
         if sampling.do_sample:
+            # generate samples every original row each step (finished ones too): the same random draws.
+            full = torch.zeros(B, scores.shape[-1], dtype=scores.dtype, device=device)
+            full[:, 0] = 1.0
             full[rows] = torch.softmax(scores, dim=-1)
             chosen = torch.multinomial(full, num_samples=1).squeeze(1)[rows]
         else:
             chosen = scores.argmax(dim=-1)
-        chosen = torch.where(done[rows], sampling.pad_token_id, chosen)
         out[rows, step] = chosen
         width = step + 1
         done[rows] |= torch.isin(chosen, eos)

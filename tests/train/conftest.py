@@ -1,9 +1,9 @@
-"""Fixtures for training tests: a tiny random model and a small pair file (see tiny.py)."""
+"""Fixtures for training tests: one torch thread and a small pair file (the tiny model is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-from tiny import build_tiny_model, write_pairs
+from tiny import write_pairs
 
 # TRL flags that every CPU test run needs (no bf16 units here; no logging integrations).
 CPU_FLAGS = ["--bf16", "false", "--use_cpu", "true", "--report_to", "none", "--logging_steps", "1",
@@ -11,20 +11,9 @@ CPU_FLAGS = ["--bf16", "false", "--use_cpu", "true", "--report_to", "none", "--l
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Training tests on the tiny model run 3-4x faster on one thread when the machine is shared
-    (spin-waiting OpenMP threads); restored afterwards for the other test packages."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_torch_thread):
+    """Every training test runs on one torch thread (``one_torch_thread`` in tests/conftest.py)."""
     yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture
