@@ -18,12 +18,10 @@ $(STAMP): pyproject.toml Makefile
 
 setup: $(STAMP)
 
-# The main job on the embedded default model (no network needed).
+# The main job: the shipped judge j1-135m on an example pair in both orders, then the base model and the
+# judge on 40 held-out pairs that ship with j1; prints the before/after table (runs/demo/report.md).
 demo: setup
-	$(VENV)/bin/j1 judge --format pav --max-new-tokens 64 \
-	  --prompt "What is the capital of Australia?" \
-	  --response-a "The capital of Australia is Canberra." \
-	  --response-b "The capital of Australia is Sydney."
+	$(VENV)/bin/j1 demo --minutes 0 --heldout_pairs 40 --out runs/demo
 
 lint: setup
 	$(VENV)/bin/ruff check .

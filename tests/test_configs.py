@@ -76,10 +76,11 @@ def test_configs_are_all_found():
     assert {"synth", "warmup", "train", "eval", "accelerate"} <= folders
     # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 2 GPU recipes
     assert len([p for p in YAMLS if p.parent.name == "train"]) == 7
-    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 5  # one per train config on CPU
+    # one per CPU starting point (the j1-135m recipe needs none: its answer prefill gives the format)
+    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 4
     assert len([p for p in YAMLS if p.parent.name == "synth"]) == 8
     assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
-    assert len(YAMLS) == len(set(YAMLS)) == 26
+    assert len(YAMLS) == len(set(YAMLS)) == 25
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))
@@ -188,7 +189,7 @@ BREAKS = {  # (config, field, bad value): a typo in a chained path, a local-only
     "typo_in_train_file": ("train/j1_135m_cpu.yaml", "train_file", "runs/j1-135m/dta/train.jsonl"),
     "shared_data_path": ("eval/judgebench_claude_pav.yaml", "data", "../shared/data/judgebench_dev.jsonl"),
     "model_not_written": ("eval/j1_135m_heldout.yaml", "model", "runs/j1-135m/train/final2"),
-    "warmup_dir_typo": ("train/j1_135m_cpu.yaml", "model_name_or_path", "runs/j1-135m/warmp"),
+    "model_dir_typo": ("train/j1_135m_cpu.yaml", "model_name_or_path", "runs/j1-135m/warmp"),
     "mix_input_typo": ("synth/mix_j1_135m.yaml", "inputs", ["runs/synth/mismatches.jsonl:all"]),
     "absolute_path": ("synth/mismatch_gsm8k.yaml", "source", "/data/gsm8k_train.jsonl"),
     "reads_its_own_output": ("synth/mix.yaml", "inputs", ["runs/synth/train.jsonl:all"]),
@@ -210,10 +211,12 @@ def test_configs_chain_catches_a_broken_path(tmp_path, name):
 
 def test_configs_chain_catches_a_missing_step(tmp_path):
     shutil.copytree(CONFIGS, tmp_path / "configs")
-    (tmp_path / "configs" / "warmup" / "j1_135m.yaml").unlink()  # nothing writes runs/j1-135m/warmup now
+    (tmp_path / "configs" / "synth" / "mix_j1_135m.yaml").unlink()  # nothing writes runs/j1-135m/data now
     assert chain_errors(tmp_path / "configs") == [
-        "train/j1_135m_cpu.yaml: model_name_or_path: 'runs/j1-135m/warmup' is not a hub id, a file in the "
-        "repository, or the output of another shipped config"]
+        f"{rel}: {field}: 'runs/j1-135m/data/{name}.jsonl' is not a hub id, a file in the repository, or the "
+        "output of another shipped config"
+        for rel, field, name in (("eval/j1_135m_heldout.yaml", "data", "heldout"),
+                                 ("train/j1_135m_cpu.yaml", "train_file", "train"))]
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))
@@ -225,26 +228,22 @@ def test_config_comment_names_its_command(path):
     assert str(path.relative_to(REPO)) in head
 
 
-def test_j1_135m_recipe_is_the_measured_run():
-    """configs/train/j1_135m_cpu.yaml holds the settings of the run that learned (results/train/
-    pav-learn17/run.json), with its boolean options written as the named choices."""
+def test_j1_135m_chain_trains_with_the_shipped_recipe():
+    """configs/train/j1_135m_cpu.yaml is the recipe of the shipped judge (src/j1/assets/recipes/j1_135m.yaml)
+    plus the chain's paths and time limit, and the chain's eval reads the judge that config writes."""
+    from j1.judges import ASSETS
+
     cfg = _load(CONFIGS / "train" / "j1_135m_cpu.yaml")
-    run = json.loads((REPO / "results/train/pav-learn17/run.json").read_text(encoding="utf-8"))["config"]
-    j1, grpo, model = run["j1"], run["grpo"], run["model"]
-    assert (j1["pair_advantages"], j1["couple_advantages"]) == (True, True) and cfg["advantage_groups"] == "couple"
-    assert j1["answer_only_loss"] and cfg["loss_span"] == "answer"
-    same = {**{k: j1[k] for k in ("formulation", "template", "assistant_prefill", "consistency", "invalid_advantage",
-                                  "position_balance", "max_prompt_tokens", "lora_last_layers", "max_minutes")},
-            **{k: grpo[k] for k in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-                                    "max_completion_length", "temperature", "learning_rate", "lr_scheduler_type",
-                                    "warmup_steps", "beta", "max_steps", "save_steps", "gradient_checkpointing",
-                                    "seed")},
-            **{k: model[k] for k in ("dtype", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
-                                     "lora_target_modules")}}
-    assert {k: cfg[k] for k in same} == same
-    # The chain around it: the warm-up wording it was measured with, and eval with training's wording.
-    warmup = _load(CONFIGS / "warmup" / "j1_135m.yaml")
+    recipe = _load(ASSETS / "recipes" / "j1_135m.yaml")
+    chain_only = {"train_file", "output_dir", "max_minutes"}
+    assert {k: v for k, v in cfg.items() if k not in chain_only} == recipe
     held = _load(CONFIGS / "eval" / "j1_135m_heldout.yaml")
-    assert warmup["template"] == "compact" and warmup["output_dir"] == cfg["model_name_or_path"]
-    assert (held["template"], held["assistant_prefill"]) == (cfg["template"], cfg["assistant_prefill"])
-    assert held["model"] == f"{cfg['output_dir']}/final" and held["temperature"] == 0
+    assert held["model"] == f"{cfg['output_dir']}/final"
+
+
+def test_run17_lab_recipe_is_the_measured_run():
+    """The lab configs of run 17 (results/train/configs/) hold the settings of results/train/pav-learn17/run.json."""
+    run = json.loads((REPO / "results/train/pav-learn17/run.json").read_text(encoding="utf-8"))["config"]
+    warmup = _load(REPO / "results/train/configs/warmup_j1_135m.yaml")
+    assert warmup["template"] == "compact" and warmup["max_steps"] == 16
+    assert run["j1"]["template"] == "digest" and run["model"]["model_name_or_path"].endswith("warmup-pav-compact")

@@ -19,7 +19,6 @@ from j1.probe import (
     ProbeStats,
     answer_head,
     forced_texts,
-    judge_paths,
     letter_ids,
     mean_se,
     pair_logodds,
@@ -194,27 +193,6 @@ def test_pair_logodds_rejects_incomplete_rows(pick, n_values, error):
 
 
 # --- model -------------------------------------------------------------------------------------------
-
-
-def test_judge_paths(tmp_path):
-    full = tmp_path / "full"
-    full.mkdir()
-    (full / "config.json").write_text("{}")
-    adapter = tmp_path / "adapter"
-    adapter.mkdir()
-    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(full)}))
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    (bare / "adapter_config.json").write_text("{}")
-    assert judge_paths(str(full)) == (str(full), None)
-    assert judge_paths("org/some-model") == ("org/some-model", None)  # a Hugging Face id
-    assert judge_paths(str(adapter)) == (str(full), str(adapter))
-    assert judge_paths(str(bare), base="other/base") == ("other/base", str(bare))
-    assert judge_paths(str(full), base="x") == (str(full), None)  # a full model needs no base
-    with pytest.raises(ValueError, match="pass the base model with --base"):
-        judge_paths(str(bare))
-    with pytest.raises(ValueError, match="not found"):
-        judge_paths(str(tmp_path / "runs" / "missing"))
 
 
 def test_letter_ids(tiny):

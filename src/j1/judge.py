@@ -14,6 +14,7 @@ from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, Verdict
 from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, render_both
+from j1.schema import _plain
 
 
 @dataclass
@@ -24,6 +25,8 @@ class Sample:
     scores: dict[str, float] | None
     thought: str | None
     text: str
+    error: str | None = None  # why the verdict is invalid (the parser's reason); None when valid
+    finish_reason: str | None = None  # the backend's "stop" or "length"; None for a plain string
 
 
 @dataclass
@@ -71,16 +74,39 @@ def mean_scores(samples: Iterable[Sample]) -> dict[str, float] | None:
     return {k: sums[k] / counts[k] for k in sorted(sums)} or None
 
 
+def why_invalid(reason: str, completion: Completion | str) -> str:
+    """The parser's ``reason``, led by the cut-off when the token limit ended the completion (then the
+    limit, not the judge, is the likely cause).
+
+    >>> why_invalid("no <answer> tag", Completion("<think>…", "length", 8))
+    'cut off at the token limit (8 tokens) before a valid answer: no <answer> tag'
+    >>> why_invalid("no <answer> tag", "<think>…</think>")
+    'no <answer> tag'
+    """
+    if isinstance(completion, str) or completion.finish_reason != "length":
+        return reason
+    # A server that reports no usage gives 0 tokens: leave the count out rather than print a false one.
+    count = f" ({completion.completion_tokens} tokens)" if completion.completion_tokens else ""
+    return f"cut off at the token limit{count} before a valid answer: {reason}"
+
+
 def to_sample(fmt: JudgeFormat, completion: Completion | str, order: str) -> Sample:
     """Parse one completion shown in ``order`` (``AB``/``BA``; pointwise: ``A``/``B``, the response it scored)."""
-    text = completion if isinstance(completion, str) else completion.text
+    text, finish = (completion, None) if isinstance(completion, str) else (completion.text, completion.finish_reason)
     parsed = fmt.parse(text)
     if fmt.pairwise:
         verdict, scores = orient(parsed, order)
     else:
         verdict = parsed.verdict
         scores = None if parsed.scores is None else {order: parsed.scores["A"]}
-    return Sample(verdict.value, scores, parsed.thought, text)
+    # Parsers give a reason with every invalid parse; the fallback keeps "error is None iff valid" for any format.
+    error = None if parsed.valid else why_invalid(parsed.error or "the parser gave no reason", completion)
+    return Sample(verdict.value, scores, parsed.thought, text, error, finish)
+
+
+def first_error(samples: Iterable[Sample]) -> str | None:
+    """The reason of the first invalid sample, None when all are valid (``j1 judge`` shows it per order)."""
+    return next((s.error for s in samples if s.error is not None), None)
 
 
 def assemble(fmt: JudgeFormat, completions: dict[str, Sequence[Completion | str]]) -> Judgment:
@@ -133,3 +159,15 @@ def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str,
     samples = [to_sample(fmt, c, "A") for c in comps]
     mean = mean_scores(samples)
     return {"score": None if mean is None else mean["A"], "samples": samples}
+
+
+def to_json(result: Judgment | dict) -> dict:
+    """The ``j1 judge --json`` object of a ``compare`` (Judgment) or ``score`` (dict) result.
+
+    >>> to_json({"score": 8.0, "samples": []})
+    {'score': 8.0, 'samples': []}
+    """
+    payload = _plain(result)
+    if isinstance(result, Judgment) and result.responses is None:
+        payload.pop("responses")  # pairwise formats have no per-response scores
+    return payload

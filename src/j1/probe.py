@@ -24,12 +24,10 @@ part builds the forced texts (``probe_rows``, ``forced_texts``) and reads the lo
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from j1.chat import render, with_prefill
@@ -180,6 +178,19 @@ def answer_head(thought: str) -> str:
     return f"<think>{thought}</think>\n{answer_prefix}"
 
 
+def thought_of_prefill(prefill: str | None) -> str | None:
+    """The thought of a prefill that ``answer_head`` could have written, None for any other prefill.
+
+    >>> thought_of_prefill("<think>I compare.</think>\\n<answer>[["), thought_of_prefill("<think>")
+    ('I compare.', None)
+    """
+    start, end = "<think>", answer_head("")[len("<think>"):]  # end: "</think>\n<answer>[["
+    if not prefill or not prefill.startswith(start) or not prefill.endswith(end):
+        return None
+    thought = prefill[len(start): len(prefill) - len(end)]
+    return thought if thought and "</think>" not in thought else None
+
+
 def thought_for(pair: Pair, order: str, thought: str = DEFAULT_THOUGHT, quote_words: int = 0) -> str:
     """The forced thought: ``thought``, or with ``quote_words`` > 0 the first N words of the request
     and of each response as ``order`` shows them (what ``j1 warmup --thoughts quote`` teaches).
@@ -250,59 +261,12 @@ def pair_logodds(rows: Sequence[ProbeRow], logodds: Sequence[float]) -> list[Pai
 # --- the model ------------------------------------------------------------------------------------
 
 
-def judge_paths(model: str | None, base: str | None = None) -> tuple[str, str | None]:
-    """Where the probed weights come from: ``(weights, adapter)``.
-
-    ``model`` is a model folder, a LoRA adapter folder (one with ``adapter_config.json``: ``adapter``
-    is that folder and ``weights`` its base, ``base`` or else the adapter's own
-    ``base_model_name_or_path``), None or ``smollm2-135m`` (the embedded model) or a Hugging Face id.
-    ``base`` is not used for a full model, so one ``base`` serves a run's adapter checkpoints and its
-    merged final model alike.
-
-    Raises:
-        ValueError: an adapter that names no base, with no ``base`` given.
-    """
-    from j1.models import resolve_model
-
-    name = resolve_model(model)
-    # A Hugging Face id is "name" or "org/name"; anything else is a folder, and a missing one fails here
-    # with its name instead of as a malformed hub id.
-    if (name.startswith(("/", ".", "~")) or name.count("/") > 1) and not Path(name).expanduser().exists():
-        raise ValueError(f"model folder {name} not found")
-    config = Path(name) / "adapter_config.json"
-    if not config.is_file():
-        return name, None
-    if base is None:
-        base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
-        if not base:
-            raise ValueError(f"{config} names no base_model_name_or_path; pass the base model with --base")
-    return resolve_model(base), name
-
-
 def load_judge(model: str | None, base: str | None = None, dtype: str = "float32"):
-    """The model to probe (eval mode) and its left-padded tokenizer (``judge_paths`` says which). An
-    adapter is applied on its base unmerged; its tokenizer is the adapter folder's when it saved one.
+    """The model to probe (eval mode; an adapter stays unmerged) and its tokenizer (``j1.judges``)."""
+    from j1.judges import load_model
 
-    Returns:
-        (model, tokenizer)
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from j1.models import load_tokenizer
-
-    weights, adapter = judge_paths(model, base)
-    log.info("loading %s%s", weights, f" with the adapter {adapter}" if adapter else "")
-    lm = AutoModelForCausalLM.from_pretrained(weights, dtype=getattr(torch, dtype))
-    tokenizer_from = weights
-    if adapter is not None:
-        from peft import PeftModel
-
-        lm = PeftModel.from_pretrained(lm, adapter)
-        if (Path(adapter) / "tokenizer_config.json").is_file():
-            tokenizer_from = adapter
-    lm.eval()
-    return lm, load_tokenizer(tokenizer_from)
+    lm, tokenizer, _ = load_model(model, base=base, dtype=dtype, merge=False)
+    return lm, tokenizer
 
 
 def letter_ids(tokenizer, text: str) -> tuple[int, int]:

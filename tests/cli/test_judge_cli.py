@@ -8,7 +8,11 @@ import sys
 
 import pytest
 
+from j1.backends import Completion
+from j1.cli.judge_cmd import render_text
 from j1.cli.main import main
+from j1.formats import get_format
+from j1.judge import assemble, to_sample
 
 J1 = [sys.executable, "-m", "j1.cli.main"]
 PAIR = ["--prompt", "What is the capital of Australia?", "--response-a", "Canberra.", "--response-b", "Sydney."]
@@ -30,17 +34,38 @@ def check_judge_json(out: dict, fmt: str, samples: int) -> None:
         assert order["verdict"] in verdicts
         assert len(order["samples"]) == samples
         for s in order["samples"]:
-            assert set(s) == {"verdict", "scores", "thought", "text"}
+            assert set(s) == {"verdict", "scores", "thought", "text", "error", "finish_reason"}
             assert s["verdict"] in verdicts
+            assert (s["error"] is None) == (s["verdict"] != "invalid")  # a reason exactly when invalid
+            assert s["finish_reason"] in {"stop", "length"}
 
 
-def test_judge_embedded_model_both_orders():
-    """The README's main job: the embedded default model, both orders, --max-new-tokens 32."""
-    proc = run_cli(["judge", *PAIR, "--max-new-tokens", "32", "--json"])
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def test_judge_defaults_to_the_shipped_judge_offline(tmp_path):
+    """The shipped judge j1-135m on a fresh machine (an empty j1 cache, no network), with no flag but the
+    pair: the base is converted from the embedded GGUF, and the manifest's wording, prefill and length apply."""
+    from j1.judges import DEFAULT_JUDGE, manifest_for
+
+    manifest = manifest_for(DEFAULT_JUDGE)
+    proc = run_cli(["judge", *PAIR, "--json"], env_extra={**OFFLINE, "J1_CACHE": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    check_judge_json(out, "pav", 1)
-    assert out["scores"] is None
+    check_judge_json(out, manifest.format, manifest.samples)
+    for order in out["orders"]:
+        (sample,) = order["samples"]
+        assert sample["text"].startswith(manifest.assistant_prefill)
+        assert sample["verdict"] != "invalid", sample  # the trained judge writes a verdict after its prefill
+
+
+def test_judge_base_model_zero_shot_says_why_it_is_invalid():
+    """The untrained base, asked for the whole answer, rarely writes the grammar; the reason is printed."""
+    proc = run_cli(["judge", *PAIR, "--model", "smollm2-135m", "--max-new-tokens", "24"], env_extra=OFFLINE)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: " in proc.stdout
+    if "verdict: invalid" in proc.stdout:
+        assert "why invalid: " in proc.stdout
 
 
 def test_judge_scripted_server_maps_orders_back(fake_openai, capsys):
@@ -142,3 +167,75 @@ def test_judge_against_real_server(transformers_server):
     out = json.loads(proc.stdout)
     check_judge_json(out, "pav", 1)
     assert all(s["text"] for o in out["orders"] for s in o["samples"])  # real generated text came back
+
+
+def _pav(v: str) -> str:
+    return f"<think>t</think><answer>[[{v}]]</answer>"
+
+
+NO_THINK = "no </think>: the judge must think before it answers"
+CUT = "cut off at the token limit (8 tokens) before a valid answer: think block never closed"
+
+
+@pytest.mark.parametrize(
+    ("fmt_name", "completions", "sample_lines", "why"),
+    [
+        # Both orders fail the same way: the reason once, without order names.
+        ("pav", {"AB": ["<think>t</think> A"], "BA": ["<think>t</think> B"]},
+         ["--- sample 1: invalid (no <answer> tag)"], "no <answer> tag"),
+        # Different reasons: each order's, by name; the cut-off one names the token count.
+        ("pav", {"AB": ["<answer>[[A]]</answer>"], "BA": [Completion("<think>B is", "length", 8)]},
+         [f"--- sample 1: invalid ({NO_THINK})", f"--- sample 1: invalid ({CUT})"], f"AB: {NO_THINK}; BA: {CUT}"),
+        # AB is valid (2 of its samples vote A) although one sample is invalid: only BA's reason counts.
+        ("pav", {"AB": [_pav("A"), "<think>t</think>", _pav("A")], "BA": ["<think>t</think><answer>A</answer>"]},
+         ["--- sample 1: A", "--- sample 2: invalid (no <answer> tag)"], "answer is not [[A]] or [[B]]: 'A'"),
+        # Every order valid: invalid samples show their reason, but there is no why line.
+        ("pav", {"AB": [_pav("A"), "garbage"], "BA": [_pav("B")]}, [f"--- sample 2: invalid ({NO_THINK})"], None),
+        ("pas", {"AB": ["<think>t</think><score_A>8</score_A><score_B>2</score_B>"], "BA": ["<think>t</think>"]},
+         ["--- sample 1: A scores {'A': 8.0, 'B': 2.0}", "--- sample 1: invalid (no <score_A> tag)"], "no <score_A> tag"),
+        # Pointwise pair: B's only score is out of range, so B has no mean and the verdict is invalid.
+        ("pos", {"A": ["<think>t</think><score>8</score>"], "B": ["<think>t</think><score>11</score>"]},
+         ["--- sample 1: 8.0", "--- sample 1: invalid (score out of [0, 10]: 11.0)"], "score out of [0, 10]: 11.0"),
+    ],
+)
+def test_render_text_says_why_invalid(fmt_name, completions, sample_lines, why):
+    lines = render_text(assemble(get_format(fmt_name), completions)).splitlines()
+    assert all(line in lines for line in sample_lines), lines
+    whys = [line for line in lines if line.startswith("why invalid")]
+    assert whys == ([] if why is None else [f"why invalid: {why}"])
+    if why is not None:
+        assert lines[-2:] == [f"why invalid: {why}", "verdict: invalid"]
+
+
+def test_render_text_pointwise_single_says_why():
+    fmt = get_format("pos")
+    bad = {"score": None, "samples": [to_sample(fmt, Completion("<think>t</think><score>", "length", 8), "A"),
+                                      to_sample(fmt, "<think>t</think>", "A")]}
+    lines = render_text(bad).splitlines()
+    cut = "cut off at the token limit (8 tokens) before a valid answer: <score> tag not closed"
+    assert lines[0] == f"--- sample 1: invalid ({cut})"
+    assert "--- sample 2: invalid (no <score> tag)" in lines
+    assert lines[-1] == f"score: invalid ({cut})"  # the first invalid sample's reason
+    good = {"score": 7.0, "samples": [to_sample(fmt, "<think>t</think><score>7</score>", "A")]}
+    assert render_text(good).splitlines() == ["--- sample 1: score 7.0", "t", "score: 7.0"]
+
+
+def test_judge_scripted_server_says_why_invalid(capsys):
+    """The judge answers without <answer> tags when B is shown first: the CLI says so, text and --json."""
+    from fake_openai import FakeOpenAIServer
+
+    def reply(messages, index, body):
+        user = messages[-1]["content"]
+        return _pav("A") if user.index("Canberra") < user.index("Sydney") else "<think>hm</think> the second"
+
+    with FakeOpenAIServer(reply) as server:
+        assert main(["judge", *PAIR, "--base-url", server.base_url]) == 0
+        text = capsys.readouterr().out
+        assert main(["judge", *PAIR, "--base-url", server.base_url, "--json"]) == 0
+    assert "--- sample 1: invalid (no <answer> tag)" in text
+    assert text.rstrip().splitlines()[-2:] == ["why invalid: no <answer> tag", "verdict: invalid"]
+    out = json.loads(capsys.readouterr().out)
+    check_judge_json(out, "pav", 1)
+    ab, ba = (o["samples"][0] for o in out["orders"])
+    assert (ab["error"], ab["finish_reason"]) == (None, "stop")
+    assert (ba["error"], ba["finish_reason"]) == ("no <answer> tag", "stop")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import CPU_FLAGS
@@ -42,8 +43,10 @@ def test_train_logs_checkpoints_and_resumes(tiny_model, pair_file, tmp_path):
             orders.setdefault(pid, []).append(order)
         assert all(sorted(o) == ["AB", "AB", "BA", "BA"] for o in orders.values()), call
     assert (out / "checkpoint-2" / "adapter_config.json").exists()
-    # the final model is the merged LoRA model: a plain folder j1 eval can load
-    assert (out / "final" / "config.json").exists() and not (out / "final" / "adapter_config.json").exists()
+    # the final judge is the LoRA adapter alone, with a manifest naming its base
+    final = out / "final"
+    assert (final / "adapter_config.json").exists() and not (final / "config.json").exists()
+    assert json.loads((final / "judge.json").read_text())["base_model"] == os.path.relpath(tiny_model, final)
 
     # resume from the newest checkpoint to step 3: the log keeps steps 1..3 once each
     assert _train(tiny_model, pair_file, out, "--max_steps", "3", "--resume_from_checkpoint", "latest", *lora) == 0
@@ -108,3 +111,39 @@ def test_warmup_reports_valid_rate(tiny_model, pair_file, tmp_path, thoughts):
     for when in ("before", "after"):
         assert report[when]["completions"] == 4 and 0.0 <= report[when]["valid_rate"] <= 1.0
     assert (out / "config.json").exists() and json.loads((out / "run.json").read_text())["command"] == "j1 warmup"
+    manifest = json.loads((out / "judge.json").read_text())
+    assert (manifest["format"], manifest["base_model"], manifest["trained_by"]) == ("pavs", None, "j1 warmup")
+    assert manifest["max_new_tokens"] == 4
+
+
+def test_trained_judge_is_asked_as_it_was_trained(tiny_model, pair_file, tmp_path, capsys):
+    """The manifest round trip: j1 train writes judge.json, j1 judge --model DIR needs no other flag."""
+    prefill = "<think>Both compared.</think>\n<answer>[["
+    out = tmp_path / "run"
+    assert _train(tiny_model, pair_file, out, "--max_steps", "1", "--use_peft", "true", "--lora_r", "4",
+                  "--lora_target_modules", "all-linear", "--template", "compact", "--assistant_prefill", prefill,
+                  "--max_completion_length", "5") == 0
+    manifest = json.loads((out / "final" / "judge.json").read_text())
+    assert {k: manifest[k] for k in ("format", "template", "assistant_prefill", "max_new_tokens", "temperature",
+                                     "samples", "trained_by")} == {
+        "format": "pav", "template": "compact", "assistant_prefill": prefill, "max_new_tokens": 5,
+        "temperature": 0.0, "samples": 1, "trained_by": "j1 train"}
+    capsys.readouterr()
+    assert main(["judge", "--model", str(out / "final"), "--prompt", "Add 2 and 3.", "--response-a", "5",
+                 "--response-b", "6", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    for order in result["orders"]:
+        (sample,) = order["samples"]  # the manifest's samples (1)
+        assert sample["text"].startswith(prefill)  # the manifest's prefill
+    # the manifest's length: at most 5 new tokens after the prefill
+    from j1.models import load_tokenizer
+
+    tok = load_tokenizer(str(tiny_model))
+    assert all(len(tok(o["samples"][0]["text"][len(prefill):]).input_ids) <= 6 for o in result["orders"])
+    # an explicit flag still wins over the manifest
+    assert main(["judge", "--model", str(out / "final"), "--prompt", "Add 2 and 3.", "--response-a", "5",
+                 "--response-b", "6", "--json", "--assistant_prefill", "<think>", "--samples", "2",
+                 "--temperature", "1.0"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert all(len(o["samples"]) == 2 and o["samples"][0]["text"].startswith("<think>") and
+               not o["samples"][0]["text"].startswith(prefill) for o in result["orders"])

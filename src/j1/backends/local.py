@@ -17,7 +17,7 @@ from dataclasses import replace
 from j1 import sharedprefix
 from j1.backends.base import Backend, Completion, Messages, SamplingParams, Usage, prompt_seed
 from j1.chat import prefill, render
-from j1.models import display_name, resolve_model
+from j1.models import display_name
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,8 @@ class LocalBackend(Backend):
     """A transformers causal LM on this machine.
 
     Args:
-        model: HF id, local folder, or None for the embedded SmolLM2-135M-Instruct.
+        model: a judge (``j1.judges``: a shipped name, a model or adapter folder), an HF id, or None
+            for the embedded SmolLM2-135M-Instruct.
         max_batch_rows: most sequences (prompts x samples) decoded together.
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
         dtype: "float32" (fastest on CPUs without bf16 units), "bfloat16" or "float16".
@@ -45,16 +46,13 @@ class LocalBackend(Backend):
         share_prefill: bool = True,
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from j1.judges import load_model
 
         self.model_name = display_name(model)
-        path = resolve_model(model)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(self.device)
-        self.model.eval()
+        # A LoRA judge is merged into its base in memory: plain weights take j1.decode's fast path.
+        self.model, self.tokenizer, _ = load_model(model, dtype=dtype, device=self.device)
         self.max_batch_rows = max_batch_rows
         self.max_batch_tokens = max_batch_tokens
         self.share_prefill = share_prefill

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 
@@ -32,6 +33,8 @@ def setup_logging(verbose: bool = False) -> None:
     )
     for noisy in ("httpx", "httpx2", "urllib3", "openai", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # transformers' notices of renamed APIs (peft and TRL still call the old names) say nothing to a user.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
 
 
 def build_backend(cfg):

@@ -29,10 +29,26 @@ def main(argv: Sequence[str]) -> int:
         # what and where; a traceback would only bury it.
         sys.stderr.write(f"j1 eval: error: {exc}\n")
         return 2
+    _record_in_manifest(cfg, metrics)
     json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
               sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+def _record_in_manifest(cfg: EvalConfig, metrics: dict) -> None:
+    """A judge folder of the user's (not a shipped one) keeps what it reached in its judge.json."""
+    from j1.judges import SHIPPED, judge_folder, record_metrics
+
+    folder = None if cfg.base_url or cfg.model in SHIPPED else judge_folder(cfg.model)
+    if folder is None:
+        return
+    key = f"{cfg.benchmark}:{Path(cfg.data).name}" + (f":{cfg.split}" if cfg.split else "")
+    entry = {"n": metrics["n"], "out": cfg.out, **metrics["overall"]}
+    if cfg.limit is not None:
+        entry["limit"] = cfg.limit
+    if record_metrics(folder, key, entry):
+        sys.stderr.write(f"j1 eval: recorded in {folder / 'judge.json'} under {key!r}\n")
 
 
 def score_main(argv: Sequence[str]) -> int:

@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from j1.cli.common import build_backend, parse, setup_logging
 from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
-from j1.judge import Judgment, judge_pairs, judge_single
-from j1.pairs import Order
-from j1.schema import _plain
+from j1.judge import Judgment, Sample, first_error, judge_pairs, judge_single, to_json
+from j1.pairs import Order, Verdict
 
 
 def run(cfg: JudgeConfig) -> Judgment | dict:
@@ -26,26 +25,48 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
         backend.close()
 
 
+def _sample_line(i: int, s: Sample, valid: str) -> str:
+    """``valid``: what a valid sample shows (verdict or score); an invalid one shows its reason instead."""
+    return f"--- sample {i}: " + (valid if s.error is None else f"invalid ({s.error})")
+
+
+def _why(reasons: dict[str, str | None]) -> str | None:
+    """One line for the invalid orders (or slots): their shared reason, else each one's by name."""
+    given = {k: r for k, r in reasons.items() if r is not None}
+    if len(set(given.values())) == 1:
+        return next(iter(given.values()))
+    return "; ".join(f"{k}: {r}" for k, r in given.items()) or None
+
+
 def render_text(result: Judgment | dict) -> str:
-    """A person's view: thought and verdict per order (or per response, pointwise)."""
+    """A person's view: thought and verdict per order (or per response, pointwise), and why a verdict is invalid."""
     lines: list[str] = []
     if isinstance(result, dict):  # single pointwise response
         for i, s in enumerate(result["samples"], 1):
-            lines += [f"--- sample {i}: score {s.scores['A'] if s.scores else 'invalid'}", (s.thought or s.text).strip()]
-        lines.append(f"score: {result['score'] if result['score'] is not None else 'invalid'}")
+            lines += [_sample_line(i, s, f"score {s.scores['A']}" if s.scores else ""), (s.thought or s.text).strip()]
+        score = result["score"] if result["score"] is not None else f"invalid ({first_error(result['samples'])})"
+        lines.append(f"score: {score}")
         return "\n".join(lines)
+    invalid: dict[str, str | None] = {}  # order or slot -> the reason of its first invalid sample
     for o in result.orders:
         shown = "A first" if o.order == Order.AB else "B first"
         lines.append(f"=== order {o.order} ({shown}): verdict {o.verdict}")
         for i, s in enumerate(o.samples, 1):
-            lines += [f"--- sample {i}: {s.verdict}" + (f" scores {s.scores}" if s.scores else ""),
+            lines += [_sample_line(i, s, s.verdict + (f" scores {s.scores}" if s.scores else "")),
                       (s.thought if s.thought is not None else s.text).strip()]
+        if o.verdict == Verdict.INVALID:
+            invalid[o.order] = first_error(o.samples)
     for slot, r in (result.responses or {}).items():
         lines.append(f"=== response {slot}: mean score {r['score'] if r['score'] is not None else 'invalid'}")
         for i, s in enumerate(r["samples"], 1):
-            lines += [f"--- sample {i}: {s.scores[slot] if s.scores else 'invalid'}", (s.thought or s.text).strip()]
+            lines += [_sample_line(i, s, str(s.scores[slot]) if s.scores else ""), (s.thought or s.text).strip()]
+        if r["score"] is None:
+            invalid[slot] = first_error(r["samples"])
     if result.scores:
         lines.append(f"scores: {result.scores}")
+    why = _why(invalid)
+    if why:
+        lines.append(f"why invalid: {why}")
     lines.append(f"verdict: {result.verdict}")
     return "\n".join(lines)
 
@@ -55,9 +76,7 @@ def main(argv: Sequence[str]) -> int:
     setup_logging()
     result = run(cfg)
     if cfg.json:
-        payload = _plain(result)
-        if isinstance(result, Judgment) and result.responses is None:
-            payload.pop("responses")
+        payload = to_json(result)
         json.dump(payload, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:

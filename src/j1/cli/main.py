@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("j1.cli.synth_cmd", "make training pairs: synth math | chat | mismatch | mix"),
     "eval": ("j1.cli.eval_cmd", "judge a benchmark (both orders, N samples) and score it"),
     "score": ("j1.cli.score_cmd", "recompute metrics.json and report.md of an eval run, no model"),
+    "demo": ("j1.cli.demo_cmd", "the whole J1 loop on shipped data: example, eval before, train, eval after, report"),
+    "serve": ("j1.cli.serve_cmd", "serve a judge over HTTP: OpenRLHF's /get_reward and /v1/judge, requests batched"),
     "probe": ("j1.cli.probe_cmd", "read a pav judge's verdict log-odds in both orders: content margin, position bias"),
 }
 

@@ -121,7 +121,7 @@ def _rewrite_checks(store) -> dict[str, int]:
 
 def run_mismatch(cfg: SynthMismatchConfig) -> dict:
     """Write the mismatch pair file and OUT.run.json; returns the counts (see :mod:`j1.data.mismatch`)."""
-    from j1.data.mismatch import KIND, mismatch_pairs
+    from j1.data.mismatch import mismatch_pairs
     from j1.data.sources import load_math_problems, source_name
     from j1.data.store import side_path
     from j1.schema import write_jsonl_atomic
@@ -130,8 +130,8 @@ def run_mismatch(cfg: SynthMismatchConfig) -> dict:
     problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
                                   split=cfg.split)
     pairs = mismatch_pairs(problems, pairs=cfg.pairs, max_words=cfg.max_words, seed=cfg.seed,
-                           source=source_name(cfg.source))
-    stats = {"kind": KIND, "source": cfg.source, "questions": len(problems), "pairs": write_jsonl_atomic(cfg.out, pairs),
+                           source=source_name(cfg.source), kind=cfg.kind)
+    stats = {"kind": cfg.kind, "source": cfg.source, "questions": len(problems), "pairs": write_jsonl_atomic(cfg.out, pairs),
              "out": cfg.out}
     write_run_json(side_path(cfg.out, "run.json"), command="j1 synth mismatch", config=cfg, started=started, **stats)
     return stats

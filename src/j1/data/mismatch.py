@@ -110,7 +110,7 @@ def mismatch_indices(answers: Sequence[str], rng: random.Random) -> list[int]:
 
 
 def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, seed: int,
-                   source: str) -> list[PairRecord]:
+                   source: str, kind: str = KIND) -> list[PairRecord]:
     """The mismatch pair file's records (see the module docstring).
 
     Args:
@@ -119,9 +119,10 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
         max_words: the most words of a question and of its answer.
         seed: seeds the shuffle and the choice of the other answer (one RNG, in that order).
         source: the name recorded in each record's ``source``.
+        kind: the records' ``kind`` (``math-mismatch`` by default; ``chat-mismatch`` for instructions).
 
     Returns:
-        ``pairs`` records, kind ``math-mismatch``; id = the question's id; ``meta`` names the question
+        ``pairs`` records of ``kind``; id = the question's id; ``meta`` names the question
         whose answer was used (``rejected_from``) and the seed.
 
     >>> ps = [Problem(str(i), f"q{i}", "f", f"s{i}\\n#### {i}") for i in range(3)]
@@ -132,7 +133,7 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
     picked = select(problems, pairs, max_words, rng)
     answers = [clean_solution(p.answer or "") for p in picked]
     return [
-        PairRecord(p.id, p.prompt, answers[i], answers[j], KIND, source,
+        PairRecord(p.id, p.prompt, answers[i], answers[j], kind, source,
                    {"seed": seed, "rejected_from": picked[j].id, "where": p.where})
         for i, (p, j) in enumerate(zip(picked, mismatch_indices(answers, rng), strict=True))
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -15,20 +16,29 @@ log = logging.getLogger(__name__)
 
 
 def resolve_checkpoint(value: str | None, output_dir: str) -> str | None:
-    """``--resume_from_checkpoint``: a checkpoint folder, or ``latest``/``true`` for the newest one in
-    ``output_dir``; None to start fresh."""
+    """``--resume_from_checkpoint``: a checkpoint folder, or ``latest``/``true`` for the newest complete
+    one in ``output_dir`` (a kill while saving leaves a folder without ``trainer_state.json``, which is
+    skipped); None to start fresh."""
     if value is None or str(value).lower() in {"", "false", "none"}:
         return None
     if str(value).lower() in {"latest", "true"}:
-        from transformers.trainer_utils import get_last_checkpoint
-
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        last = latest_checkpoint(output_dir)
         if last is None:
-            raise FileNotFoundError(f"--resume_from_checkpoint {value}: no checkpoint-* folder in {output_dir}")
+            raise FileNotFoundError(f"--resume_from_checkpoint {value}: no complete checkpoint-* folder in {output_dir}")
         return last
     if not os.path.isdir(value):
         raise FileNotFoundError(f"--resume_from_checkpoint {value}: not a folder")
     return value
+
+
+def latest_checkpoint(output_dir: str | os.PathLike) -> str | None:
+    """The highest-numbered ``checkpoint-N`` in ``output_dir`` that holds ``trainer_state.json``."""
+    found = []
+    for path in Path(output_dir).glob("checkpoint-*"):
+        step = path.name.removeprefix("checkpoint-")
+        if step.isdigit() and (path / "trainer_state.json").is_file():
+            found.append((int(step), str(path)))
+    return max(found)[1] if found else None
 
 
 def restrict_lora_layers(peft_config, model_path: str, last: int):
@@ -121,7 +131,10 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
 
 
 def run_train(j1cfg, grpo_args, model_args) -> dict:
-    """Train, save the judge to OUTPUT_DIR/final and write OUTPUT_DIR/run.json; returns run.json's content."""
+    """Train, save the judge to OUTPUT_DIR/final (a LoRA adapter or a full model, with its manifest
+    ``judge.json``) and write OUTPUT_DIR/run.json; returns run.json's content."""
+    from j1.judges import trained_manifest, write_manifest
+    from j1.models import EMBEDDED_NAME
     from j1.runinfo import write_run_json
 
     started = time.time()
@@ -136,16 +149,23 @@ def run_train(j1cfg, grpo_args, model_args) -> dict:
                        status="running", resume_from=resume, data=info)
     result = trainer.train(resume_from_checkpoint=resume)
     model = trainer.accelerator.unwrap_model(trainer.model)
+    final = out / "final"
+    if is_main and final.exists():  # a resumed run's final replaces the old one whole, no stale weights left
+        shutil.rmtree(final)
     if hasattr(model, "merge_and_unload") and not trainer.is_deepspeed_enabled:
-        # LoRA: save the merged model, so j1 eval/judge load OUTPUT_DIR/final as a plain model
-        # (checkpoints keep the adapter for resuming).
+        # LoRA: the adapter alone (MBs); j1 judge/eval/probe load it on the base its manifest names.
         if is_main:
-            model.merge_and_unload().save_pretrained(str(out / "final"))
+            model.save_pretrained(str(final))
+        base = model_args.model_name_or_path or EMBEDDED_NAME
     else:
-        trainer.save_model(str(out / "final"))
+        trainer.save_model(str(final))
+        base = None
     run = {}
     if is_main:
-        trainer.processing_class.save_pretrained(str(out / "final"))
+        trainer.processing_class.save_pretrained(str(final))
+        write_manifest(final, trained_manifest(
+            formulation=j1cfg.formulation, template=j1cfg.template, prefill=j1cfg.assistant_prefill,
+            max_new_tokens=grpo_args.max_completion_length, base_model=base, judge_dir=final, trained_by="j1 train"))
         run = write_run_json(out / "run.json", command="j1 train", config=config, started=started,
                              status="done", resume_from=resume, data=info, global_step=trainer.state.global_step,
                              train_metrics=result.metrics)

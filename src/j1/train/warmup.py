@@ -129,12 +129,13 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     """The ``j1 warmup`` recipe: SFT on random well-formed targets for the training prompts (held-out
     units kept apart), the valid-output rate before and after, and the model in OUTPUT_DIR (LoRA
     merged, so ``j1 train --model_name_or_path OUTPUT_DIR`` loads it as a plain model), with
-    ``warmup.json`` and ``run.json``. Returns warmup.json's content (empty off the main process)."""
+    ``warmup.json``, ``run.json`` and the judge manifest ``judge.json``. Returns warmup.json's content (empty off the main process)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer, get_peft_config
 
+    from j1.judges import trained_manifest, write_manifest
     from j1.models import load_tokenizer, resolve_model
     from j1.runinfo import write_run_json
     from j1.schema import write_json_atomic
@@ -182,6 +183,9 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
         report = {"formulation": cfg.formulation, "train_rows": len(train_rows), "heldout_rows": len(held_rows),
                   "check": check, "before": before, "after": after, "data": counts}
         write_json_atomic(out / "warmup.json", report)
+        write_manifest(out, trained_manifest(
+            formulation=cfg.formulation, template=cfg.template, prefill=None,
+            max_new_tokens=cfg.check_max_new_tokens, base_model=None, judge_dir=out, trained_by="j1 warmup"))
         config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
         write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
                        model_path=path, global_step=trainer.state.global_step,

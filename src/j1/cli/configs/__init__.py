@@ -15,7 +15,9 @@ from j1.cli.configs.common import (
     check_template,
     template_field,
 )
+from j1.cli.configs.demo import DemoConfig as DemoConfig
 from j1.cli.configs.judging import EvalConfig, JudgeConfig, ProbeConfig, ScoreConfig
+from j1.cli.configs.serve import ServeConfig as ServeConfig
 from j1.cli.configs.synth import MixConfig, SynthChatConfig, SynthMathConfig, SynthMismatchConfig
 from j1.cli.configs.training import CONSISTENCY_MODES, FORMULATIONS, RewardConfig, TrainConfig, WarmupConfig
 

@@ -11,24 +11,53 @@ from j1.cli.configs.common import (
     SamplingArgs,
     check_format,
     check_template,
-    template_field,
 )
 from j1.formats import FORMATS
+from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
+
+_FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
 
 @dataclass
-class JudgeConfig(BackendArgs, SamplingArgs):
+class JudgeArgs:
+    """The judge and how it is asked; unset values come from the judge's manifest (``j1.judges``)."""
+
+    model: str | None = field(
+        default=None,
+        metadata={"help": f"The judge: {DEFAULT_JUDGE} (shipped, the default), a folder j1 train or j1 warmup wrote "
+                  "(its judge.json sets the format, wording, prefill and lengths), smollm2-135m (the untrained base), "
+                  "an HF id; with --base-url, the served model name."})
+    format: str | None = field(
+        default=None, metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}." + _FROM_MANIFEST.format("pav")})
+    template: str | None = field(
+        default=None, metadata={"help": "Judge prompt wording: full, compact or digest." + _FROM_MANIFEST.format("full")})
+    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
+    samples: int | None = field(
+        default=None, metadata={"help": "Samples per prompt (N); verdicts aggregate by majority."
+                                + _FROM_MANIFEST.format("1")})
+    temperature: float | None = field(
+        default=None, metadata={"help": "0 = greedy (needs --samples 1)." + _FROM_MANIFEST.format("0")})
+    max_new_tokens: int | None = field(
+        default=None, metadata={"help": "Most tokens per judgment." + _FROM_MANIFEST.format("512")})
+
+    def _apply_judge(self) -> None:
+        """The default judge when none is named (locally), then the manifest's settings for unset fields."""
+        if self.model is None and not getattr(self, "base_url", None):
+            self.model = DEFAULT_JUDGE
+        self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+
+
+@dataclass
+class JudgeConfig(JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 judge``: one prompt and one or two responses."""
 
-    format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
-    template: str = template_field()
-    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
     prompt: str | None = field(default=None, metadata={"help": "The user's request."})
     response_a: str | None = field(default=None, metadata={"help": "The first response."})
     response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of text."})
 
     def __post_init__(self) -> None:
+        self._apply_judge()
         check_format(self.format)
         check_template(self.template)
         self._check_backend()
@@ -40,7 +69,7 @@ class JudgeConfig(BackendArgs, SamplingArgs):
 
 
 @dataclass
-class EvalConfig(BackendArgs, SamplingArgs):
+class EvalConfig(JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
 
     benchmark: str | None = field(
@@ -49,9 +78,6 @@ class EvalConfig(BackendArgs, SamplingArgs):
     data: str | None = field(
         default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
     out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
-    format: str = field(default="pav", metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}."})
-    template: str = template_field()
-    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
     limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
     resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     split: str | None = field(
@@ -69,6 +95,7 @@ class EvalConfig(BackendArgs, SamplingArgs):
     def __post_init__(self) -> None:
         from j1.eval.benchmarks import BENCHMARKS
 
+        self._apply_judge()
         check_format(self.format)
         check_template(self.template)
         self._check_backend()
@@ -108,18 +135,20 @@ class ProbeConfig:
 
     model: str | None = field(
         default=None,
-        metadata={"help": "The judge: a model folder, a LoRA adapter folder (a checkpoint; its base is --base or "
-                  "the adapter's base_model_name_or_path), smollm2-135m (the embedded model, default) or a "
-                  "Hugging Face id."})
+        metadata={"help": f"The judge: {DEFAULT_JUDGE} (shipped, the default), a model folder, a LoRA adapter folder "
+                  "(a checkpoint; its base is --base, its manifest's or its adapter_config.json's), smollm2-135m "
+                  "(the untrained base) or a Hugging Face id."})
     base: str | None = field(
         default=None, metadata={"help": "Base model of a LoRA adapter --model (default: the one its "
                                 "adapter_config.json names); not used when --model is a full model."})
     data: str | None = field(
         default=None, metadata={"help": "Pairs: j1 synth mix rows (e.g. heldout.jsonl) or a chosen/rejected pair file."})
-    template: str = template_field()
+    template: str | None = field(
+        default=None, metadata={"help": "Judge prompt wording: full, compact or digest." + _FROM_MANIFEST.format("full")})
     thought: str | None = field(
-        default=None, metadata={"help": "The fixed thought before the verdict. Default: the first generic thought "
-                                "of j1 warmup (j1.train.warmup.THOUGHTS), the one a warmed-up judge writes."})
+        default=None, metadata={"help": "The fixed thought before the verdict. Default: the one in the judge's "
+                                "manifest prefill, else the first generic thought of j1 warmup "
+                                "(j1.train.warmup.THOUGHTS), the one a warmed-up judge writes."})
     quote_words: int = field(
         default=0, metadata={"help": "N > 0: the thought quotes the first N words of the request and of each "
                              "response as shown (j1 warmup --thoughts quote), in place of --thought."})
@@ -130,6 +159,13 @@ class ProbeConfig:
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
+        from j1.probe import thought_of_prefill
+
+        if self.model is None:
+            self.model = DEFAULT_JUDGE
+        self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+        if self.thought is None and not self.quote_words and self.manifest is not None:
+            self.thought = thought_of_prefill(self.manifest.assistant_prefill)
         check_template(self.template)
         if not self.data:
             raise ValueError("j1 probe needs --data (j1 synth mix rows or a chosen/rejected pair file)")

@@ -145,10 +145,15 @@ class SynthMismatchConfig:
     prompt_field: str | None = field(default=None, metadata={"help": "Row field holding the question (default: detected)."})
     answer_field: str | None = field(default=None, metadata={"help": "Row field holding the gold answer (default: detected)."})
     split: str = field(default="train", metadata={"help": "Split of a Hugging Face dataset source."})
+    kind: str = field(
+        default="math-mismatch", metadata={"help": "The pairs' kind, as j1 synth mix counts and splits them "
+                                           "(chat-mismatch for instruction data)."})
 
     def __post_init__(self) -> None:
         if not self.source:
             raise ValueError("--source is required: a local file or a Hugging Face dataset id (openai/gsm8k:main)")
+        if not self.kind.strip():
+            raise ValueError("--kind: must not be empty")
         _check_out(self.out)
         if self.pairs < 2:
             raise ValueError(f"--pairs {self.pairs}: a mismatch pair needs another question's answer; use >= 2")

@@ -1,4 +1,4 @@
-"""The generic pairwise form: ``prompt``, ``chosen``, ``rejected`` (optional ``id``, ``category``).
+"""The generic pairwise form: ``prompt``, ``chosen``, ``rejected`` (optional ``id``, ``category`` or ``kind``).
 
 It also reads FollowBenchEval: its pairwise version (205 pairs, used by EvalPlanner and J1) has no
 public release we could find, so ``--benchmark followbencheval`` takes this generic form (category
@@ -19,7 +19,7 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         return mix_row(row, where)
     prompt = str_field(row, "prompt", where)
     chosen, rejected = str_field(row, "chosen", where), str_field(row, "rejected", where)
-    cat = row.get("category") or (f"level {row['level']}" if row.get("level") is not None else "all")
+    cat = row.get("category") or row.get("kind") or (f"level {row['level']}" if row.get("level") is not None else "all")
     native = row.get("id")
     return [Item(
         id=str(native) if native is not None else where.rsplit(":", 1)[-1],

@@ -1,0 +1,32 @@
+#!/bin/bash
+# The model card's numbers for a j1-135m judge: the judge and its untrained base, asked the same way
+# (digest wording, the fixed thought, 8 new tokens, greedy), on
+#   gsm8k     the chain's 60 held-out GSM8K mismatch pairs (the kind and source it was trained on);
+#   unseen    the 120 shipped held-out mismatch pairs from other sources (60 MATH, 60 Alpaca): the bar;
+#   llmbar, judgebench   dev slices of judge benchmarks (../shared/data).
+# Run from the repository root after the chain (configs/train/j1_135m_cpu.yaml); one lane per core:
+#   OMP_NUM_THREADS=2 bash results/train/eval_j1_135m.sh                       # judge = runs/j1-135m/train/final
+#   JUDGE=j1-135m WHICH=judge SETS="unseen" bash results/train/eval_j1_135m.sh  # the shipped copy
+# Writes runs/j1-135m/card/{judge,base}-{set}/ (j1 eval run folders; --resume continues them).
+set -euo pipefail
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} TOKENIZERS_PARALLELISM=false
+JUDGE=${JUDGE:-runs/j1-135m/train/final}
+PREFILL=$'<think>I compare both responses with the request.</think>\n<answer>[['
+ASK=(--template digest --assistant_prefill "$PREFILL" --max_new_tokens 8 --temperature 0 --samples 1 --seed 0)
+declare -A DATA=(
+  [gsm8k]="generic runs/j1-135m/data/heldout.jsonl"
+  [unseen]="generic src/j1/assets/data/heldout_mismatch.jsonl"
+  [llmbar]="llmbar ../shared/data/llmbar_dev.jsonl"
+  [judgebench]="judgebench ../shared/data/judgebench_dev.jsonl"
+)
+declare -A MODEL=([judge]=$JUDGE [base]=smollm2-135m)
+for set in ${SETS:-gsm8k unseen llmbar judgebench}; do
+  read -r bench data <<< "${DATA[$set]}"
+  for who in ${WHICH:-judge base}; do
+    .venv/bin/j1 eval --benchmark "$bench" --data "$data" --model "${MODEL[$who]}" "${ASK[@]}" \
+      --no_progress --resume --out "runs/j1-135m/card/$who-$set" > /dev/null
+    python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['overall']; print(sys.argv[2], \
+      {k: m[k] for k in ('consistent_accuracy','consistent_accuracy_ci','accuracy','flip_rate','invalid_rate')})" \
+      "runs/j1-135m/card/$who-$set/metrics.json" "$who-$set"
+  done
+done

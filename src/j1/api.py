@@ -1,0 +1,200 @@
+"""The Python API: a judge in three lines, answering with the objects ``j1 judge --json`` prints.
+
+``load_judge`` resolves a judge the way the CLI does (a shipped name, a folder whose ``judge.json``
+sets the format, wording, prefill and lengths, a Hugging Face id, or a model on an OpenAI-compatible
+server) and ``Judge`` asks it through the same code as ``j1 judge`` (``j1.judge``), so the same
+inputs and seed give the same verdicts.
+
+>>> from j1 import load_judge                                        # doctest: +SKIP
+>>> with load_judge("j1-135m") as judge:                             # doctest: +SKIP
+...     judge.compare("Capital of France?", "Paris.", "Lyon.").verdict
+'A'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from j1.backends import Backend, SamplingParams, make_backend
+from j1.chat import with_prefill
+from j1.formats import JudgeFormat, get_format
+from j1.judge import Judgment, judge_pairs, judge_single, mean_scores, to_sample
+from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest
+
+# Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
+JUDGING_KEYS = Manifest.DEFAULTS
+SAMPLING_KEYS = ("top_p", "seed")
+LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device")
+HTTP_KEYS = ("concurrency", "timeout", "max_retries")
+
+
+@dataclass
+class _Settings:
+    """What ``apply_manifest`` fills: unset (None) judging fields take the manifest's values."""
+
+    model: str | None
+    base_url: str | None
+    format: str | None = None
+    template: str | None = None
+    assistant_prefill: str | None = None
+    max_new_tokens: int | None = None
+    temperature: float | None = None
+    samples: int | None = None
+
+
+class Judge:
+    """A loaded judge: ``compare`` two responses in both orders, or ``score`` one (pointwise).
+
+    Results are ``j1.judge.Judgment`` objects (``compare``) and ``{"score", "samples"}`` dicts
+    (``score``), the objects ``j1 judge`` prints; ``j1.judge.to_json`` gives its ``--json`` dict. Use as a
+    context manager, or call ``close`` to free the model or HTTP pool.
+    """
+
+    def __init__(self, backend: Backend, fmt: JudgeFormat, params: SamplingParams, prefill: str | None, *,
+                 name: str, manifest: Manifest | None = None, base_url: str | None = None):
+        self.backend = backend
+        self.format = fmt
+        self.params = params
+        self.prefill = prefill
+        self.name = name
+        self.manifest = manifest
+        self.base_url = base_url
+
+    def sampling_params(self, samples: int | None = None) -> SamplingParams:
+        """The judge's sampling settings with ``samples`` completions per prompt (None: its default).
+
+        Raises:
+            ValueError: samples < 1, or samples > 1 with a greedy (temperature 0) judge.
+        """
+        if samples is None:
+            return self.params
+        if isinstance(samples, bool) or not isinstance(samples, int):
+            raise ValueError(f"samples {samples!r}: must be an integer >= 1")
+        return replace(self.params, n=samples)
+
+    def compare(self, prompt: str, response_a: str, response_b: str, samples: int | None = None) -> Judgment:
+        """Judge one pair in both orders (pointwise judges score each response and compare)."""
+        return self.compare_many([(prompt, response_a, response_b)], samples)[0]
+
+    def compare_many(self, items: Sequence[tuple[str, str, str]], samples: int | None = None) -> list[Judgment]:
+        """Judge ``(prompt, response_a, response_b)`` items; the backend gets all their prompts at once."""
+        params = self.sampling_params(samples)
+        _check_texts(items, ("prompt", "response_a", "response_b"))
+        if not items:
+            return []
+        return judge_pairs(self.backend, self.format, list(items), params, self.prefill)
+
+    def score(self, prompt: str, response: str, samples: int | None = None) -> dict:
+        """Pointwise score of one response: ``{"score": mean 0-10 or None, "samples": [...]}``, as
+        ``j1 judge --format pos`` with one response prints it."""
+        params = self.sampling_params(samples)
+        self._check_pointwise()
+        _check_texts([(prompt, response)], ("prompt", "response"))
+        return judge_single(self.backend, self.format, prompt, response, params, self.prefill)
+
+    def score_many(self, items: Sequence[tuple[str, str]], samples: int | None = None) -> list[dict]:
+        """``score`` for many ``(prompt, response)`` items, their prompts sent to the backend at once."""
+        params = self.sampling_params(samples)
+        self._check_pointwise()
+        _check_texts(items, ("prompt", "response"))
+        if not items:
+            return []
+        # judge_single for a batch: one generate call, each completion read as j1 judge reads it.
+        prompts = [with_prefill(self.format.render(p, r), self.prefill) for p, r in items]
+        out = []
+        for comps in self.backend.generate(prompts, params):
+            samples_ = [to_sample(self.format, c, "A") for c in comps]
+            mean = mean_scores(samples_)
+            out.append({"score": None if mean is None else mean["A"], "samples": samples_})
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """The judge's name, where it runs, how it is asked, and its manifest (None for a plain model)."""
+        return {
+            "name": self.name, "model": self.backend.model_name, "base_url": self.base_url,
+            "format": self.format.name, "template": self.format.template_name,
+            "assistant_prefill": self.prefill, "samples": self.params.n, "temperature": self.params.temperature,
+            "top_p": self.params.top_p, "max_new_tokens": self.params.max_new_tokens, "seed": self.params.seed,
+            "manifest": None if self.manifest is None else self.manifest.to_json(),
+        }
+
+    def _check_pointwise(self) -> None:
+        if self.format.pairwise:
+            raise ValueError(f"score() asks a pointwise judge; this one is {self.format.name!r} (pairwise): "
+                             "use compare(), or load it with format='pos'")
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Judge({self.name!r}, format={self.format.name!r}, samples={self.params.n})"
+
+
+def _check_texts(items: Sequence[Sequence[Any]], names: tuple[str, ...]) -> None:
+    """TypeError naming the item and field that is not a string (the formats would fail obscurely)."""
+    for k, item in enumerate(items):
+        if len(item) != len(names):
+            raise TypeError(f"item {k}: expected ({', '.join(names)}), got {len(item)} values")
+        for name, value in zip(names, item, strict=True):
+            if not isinstance(value, str):
+                raise TypeError(f"item {k}: {name} must be a string, got {type(value).__name__}")
+
+
+def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+               **overrides: Any) -> Judge:
+    """Load a judge the way ``j1 judge --model`` names one.
+
+    Args:
+        name_or_path: a shipped judge (``j1-135m``), a folder ``j1 train``/``j1 warmup`` wrote (its
+            ``judge.json`` sets the format, wording, prefill and lengths), ``smollm2-135m`` or a
+            Hugging Face id; with ``base_url``, the served model name. None: ``DEFAULT_JUDGE``
+            locally, the server's first model with ``base_url``.
+        base_url: an OpenAI-compatible server (vLLM, SGLang), e.g. ``http://127.0.0.1:8000/v1``.
+        api_key: the server's key (the API reads no environment variable).
+        overrides: judging settings (format, template, assistant_prefill, max_new_tokens,
+            temperature, samples; unset ones come from the manifest, else j1 judge's defaults),
+            top_p and seed, and backend settings: local max_batch_rows, max_batch_tokens, dtype,
+            device; HTTP concurrency, timeout, max_retries.
+
+    Returns:
+        A Judge; close it (or use ``with``) when done.
+
+    Raises:
+        TypeError: an unknown override, or a backend setting for the other kind of backend.
+        ValueError: a bad format, template or sampling setting (before any model is loaded).
+
+    >>> judge = load_judge("j1-135m", temperature=1.0, samples=3)    # doctest: +SKIP
+    >>> judge.compare("2+2?", "4", "5").verdict                       # doctest: +SKIP
+    'A'
+    """
+    from j1.judges import PLAIN_DEFAULTS
+
+    known = (*JUDGING_KEYS, *SAMPLING_KEYS, *LOCAL_KEYS, *HTTP_KEYS)
+    for key in overrides:
+        if key not in known:
+            raise TypeError(f"load_judge() got an unknown setting {key!r}; known: {', '.join(known)}")
+    wrong_kind = LOCAL_KEYS if base_url else HTTP_KEYS
+    for key in overrides:
+        if key in wrong_kind:
+            where = "a local judge (no base_url)" if base_url else "a served judge (base_url)"
+            raise TypeError(f"load_judge(): {key!r} applies to {where} only")
+    model = name_or_path if name_or_path is not None or base_url else DEFAULT_JUDGE
+    settings = _Settings(model, base_url, **{k: overrides[k] for k in JUDGING_KEYS if k in overrides})
+    manifest = apply_manifest(settings, PLAIN_DEFAULTS)
+    # Settings are checked before the (slow) model load.
+    fmt = get_format(settings.format, settings.template)
+    params = SamplingParams(n=settings.samples, temperature=settings.temperature,
+                            top_p=overrides.get("top_p", 1.0), max_new_tokens=settings.max_new_tokens,
+                            seed=overrides.get("seed", 0))
+    backend_kw = {k: overrides[k] for k in (HTTP_KEYS if base_url else LOCAL_KEYS) if k in overrides}
+    backend = make_backend(model, base_url, api_key=api_key, **backend_kw)
+    name = manifest.name if manifest is not None and manifest.name else backend.model_name
+    return Judge(backend, fmt, params, settings.assistant_prefill, name=name, manifest=manifest, base_url=base_url)

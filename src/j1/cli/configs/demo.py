@@ -1,0 +1,70 @@
+"""Config of ``j1 demo``: the whole J1 loop on data shipped with j1 (see :mod:`j1.demo`)."""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from j1.judges import DEFAULT_JUDGE
+from j1.models import EMBEDDED_NAME
+
+# The demo sets these j1 train flags itself (its data, its run folder, the time left, resuming).
+DEMO_TRAIN_FLAGS = ("--config", "--train_file", "--output_dir", "--max_minutes", "--resume_from_checkpoint")
+
+
+@dataclass
+class DemoConfig:
+    """``j1 demo``: judge an example, evaluate the base model on held-out pairs, train a judge with J1 GRPO
+    for the time given (or take the shipped one), evaluate it the same way, and report before vs after."""
+
+    minutes: float = field(
+        default=60.0,
+        metadata={"help": "Time budget in minutes. 0 = the quick demo (make demo): no training; the base model is compared with "
+                  "the ready judge --judge. M > 0: train a judge with the shipped recipe (j1_135m.yaml) for what is "
+                  "left of M after the other stages, then compare it with its base."})
+    out: str = field(
+        default="runs/demo",
+        metadata={"help": "Run folder (stages.json, data/, eval-before/, train/, eval-after/, report.md). "
+                  "Rerun the same command to continue an interrupted demo."})
+    judge: str = field(
+        default=DEFAULT_JUDGE,
+        metadata={"help": "With --minutes 0, the judge compared with the base: a shipped judge or a judge folder "
+                  "(its judge.json says how it is asked)."})
+    base_model: str = field(
+        default=EMBEDDED_NAME,
+        metadata={"help": "The model before training: evaluated first, and (--minutes > 0) the one trained."})
+    heldout_pairs: int = field(
+        default=120, metadata={"help": "Evaluate on the first N shipped held-out pairs (MATH and Alpaca, 120 in all)."})
+    seed: int = field(default=0, metadata={"help": "Seed of the A/B placement of the training pairs and of judging."})
+    train_args: str = field(
+        default="",
+        metadata={"help": "Extra j1 train flags, one string, after the recipe's (e.g. \"--max_steps 20\")."})
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+
+    def __post_init__(self) -> None:
+        from j1.demo import HELDOUT_PAIRS
+        from j1.judges import SHIPPED, judge_folder
+
+        if not math.isfinite(self.minutes) or self.minutes < 0:
+            raise ValueError(f"--minutes {self.minutes}: must be >= 0 (0 = the quick demo, without training)")
+        if Path(self.out).exists() and not Path(self.out).is_dir():
+            raise ValueError(f"--out {self.out}: is a file; give a folder for the run")
+        available = sum(1 for line in HELDOUT_PAIRS.read_text(encoding="utf-8").splitlines() if line.strip())
+        if not 1 <= self.heldout_pairs <= available:
+            raise ValueError(f"--heldout_pairs {self.heldout_pairs}: must be in 1..{available} "
+                             f"(the pairs in {HELDOUT_PAIRS.name})")
+        try:
+            self.train_argv = shlex.split(self.train_args)
+        except ValueError as exc:
+            raise ValueError(f"--train_args {self.train_args!r}: {exc}") from None
+        taken = [a for a in self.train_argv if a.split("=", 1)[0] in DEMO_TRAIN_FLAGS]
+        if taken:
+            raise ValueError(f"--train_args sets {taken[0].split('=', 1)[0]}: the demo sets it; leave it out")
+        if self.minutes == 0 and self.train_argv:
+            raise ValueError("--train_args needs --minutes > 0 (training runs only then)")
+        if self.minutes == 0 and judge_folder(self.judge) is None:
+            shipped = ", ".join(SHIPPED) or "none in this install"
+            raise ValueError(f"--judge {self.judge!r}: not a shipped judge ({shipped}) nor a folder; with --minutes 0 "
+                             "the demo needs a ready judge (or give --minutes > 0 to train one)")

@@ -1,0 +1,35 @@
+"""``j1 demo``: the whole J1 loop on shipped data (``j1.demo``); ``--minutes 0`` is the quick demo."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from j1.cli.common import parse, setup_logging
+from j1.cli.configs import DemoConfig
+
+
+def main(argv: Sequence[str]) -> int:
+    cfg = parse(DemoConfig, argv, prog="j1 demo")
+    setup_logging()
+    from j1.demo import run_demo
+    from j1.demo_report import markdown_table
+    from j1.eval.runner import TooManyErrors
+    from j1.schema import RowError
+
+    try:
+        report = run_demo(cfg)
+    except TooManyErrors as exc:
+        sys.stderr.write(f"j1 demo: {exc}\n")
+        return 1
+    except (RowError, OSError, ValueError, RuntimeError) as exc:
+        # A folder made with other options, a missing model, bad data: the message says what and where.
+        sys.stderr.write(f"j1 demo: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"j1 demo: interrupted; rerun the same command to continue in {cfg.out}\n")
+        return 130
+    print(markdown_table(report["table"]))
+    print(f"report: {Path(cfg.out) / 'report.md'}")
+    return 0

@@ -1,0 +1,355 @@
+"""``j1 demo``: the whole J1 loop on data that ships with j1, as one resumable run folder.
+
+Stages, in order; each is recorded in DIR/stages.json (atomically) with its wall time once done, so a
+rerun of the same command skips the finished ones and continues the one that was running (the evals
+with ``--resume``, training from its newest checkpoint):
+
+1. ``example-before``: the example pair judged in both orders by the base model (DIR/examples.json).
+2. ``data``: DIR/data/train.jsonl (the shipped GSM8K mismatch pairs, both orders, as ``j1 synth mix``
+   writes them) and DIR/data/heldout.jsonl (the first ``--heldout_pairs`` shipped held-out pairs:
+   MATH and Alpaca, sources the judge is not trained on), with DIR/data/SOURCES.md.
+3. ``eval-before``: ``j1 eval`` of the base model on the held-out pairs (DIR/eval-before).
+4. ``train`` (``--minutes`` > 0 only): ``j1 train`` with the shipped recipe for the time left (DIR/train).
+5. ``eval-after``: the judge after (DIR/train/final, or ``--judge`` with ``--minutes 0``), DIR/eval-after.
+6. ``example-after``: the example pair judged by the judge after.
+7. ``report``: DIR/report.md and DIR/report.json (the table, the example, stage times, curves).
+
+Both models are asked exactly as the judge after is (its format, wording, prefill and length, greedy),
+so the before/after table isolates what training changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from j1.judges import ASSETS, Manifest
+from j1.schema import iter_jsonl, write_json_atomic, write_text_atomic
+
+log = logging.getLogger(__name__)
+
+TRAIN_PAIRS = ASSETS / "data" / "gsm8k_mismatch.jsonl"
+HELDOUT_PAIRS = ASSETS / "data" / "heldout_mismatch.jsonl"
+RECIPE = ASSETS / "recipes" / "j1_135m.yaml"
+EXAMPLE = {"prompt": "What is the capital of Australia?", "A": "The capital of Australia is Canberra.",
+           "B": "The capital of Australia is Sydney.", "better": "A"}
+# Loading the trained judge, the trainer's set-up and final save (outside its time limit) and the report.
+OVERHEAD_MINUTES = 0.5
+# A budget too small for the stages around training still trains this long: a demo of J1 needs some steps.
+MIN_TRAIN_MINUTES = 0.5
+# The source files named in the shipped pairs' "source" field: where they come from and their licence.
+SOURCES = {
+    "gsm8k_train.jsonl": ("GSM8K train (openai/grade-school-math, grade_school_math/data/train.jsonl)", "MIT"),
+    "math_train.jsonl": ("MATH train (Hendrycks et al., via aiwaves-cn/agents)", "MIT"),
+    "alpaca_en_demo_llamafactory.json": ("LLaMA-Factory data/alpaca_en_demo.json (hiyouga/LLaMA-Factory)",
+                                         "Apache-2.0"),
+}
+# The config fields a rerun must share with the run it continues (progress may change).
+RESUME_FIELDS = ("minutes", "judge", "base_model", "heldout_pairs", "seed", "train_args")
+
+
+def stage_names(minutes: float) -> list[str]:
+    """The stages of a demo; ``train`` only with a time budget.
+
+    >>> stage_names(0)
+    ['example-before', 'data', 'eval-before', 'eval-after', 'example-after', 'report']
+    """
+    train = ["train"] if minutes > 0 else []
+    return ["example-before", "data", "eval-before", *train, "eval-after", "example-after", "report"]
+
+
+def reserve_minutes(eval_before: float, example_before: float) -> float:
+    """Minutes kept for the stages after training: eval-after asks the same prompts the same way of a
+    same-size model, so it takes about as long as eval-before; likewise the example; plus the overhead.
+
+    >>> reserve_minutes(2.0, 0.25)  # 2 + 0.25 + 0.5
+    2.75
+    """
+    return eval_before + example_before + OVERHEAD_MINUTES
+
+
+def train_budget(total: float, spent: float, reserve: float, trained: float = 0.0) -> float:
+    """Minutes to give ``j1 train --max_minutes``: the budget less the stages done, the reserve and what
+    training already took (a resumed run), but at least ``MIN_TRAIN_MINUTES``.
+
+    >>> train_budget(10, 1.5, 2.75), train_budget(10, 1.5, 2.75, trained=4), train_budget(3, 1.5, 2.75)
+    (5.75, 1.75, 0.5)
+    """
+    return max(MIN_TRAIN_MINUTES, total - spent - reserve - trained)
+
+
+def config_change(old: dict, new: dict) -> str | None:
+    """The first ``RESUME_FIELDS`` difference between a recorded config and this one, as flags; None if none.
+
+    >>> config_change({"minutes": 0, "seed": 0}, {"minutes": 5, "seed": 0})
+    '--minutes was 0, now 5'
+    """
+    for key in RESUME_FIELDS:
+        if key in old and old[key] != new.get(key):
+            return f"--{key} was {old[key]!r}, now {new.get(key)!r}"
+    return None
+
+
+class StageLog:
+    """DIR/stages.json: the config and, per stage, its status (running or done), times and extras."""
+
+    def __init__(self, out: Path, config: dict):
+        self.path = out / "stages.json"
+        self.data = {"schema_version": 1, "config": config, "stages": {}}
+        if self.path.exists():
+            try:
+                old = json.loads(self.path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{self.path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+            change = config_change(old.get("config", {}), config)
+            if change:
+                raise ValueError(f"{self.path}: this demo was run with other options ({change}); "
+                                 "rerun it with the same ones or choose another --out")
+            self.data["stages"] = old.get("stages", {})
+
+    def done(self, name: str) -> bool:
+        return self.data["stages"].get(name, {}).get("status") == "done"
+
+    def seconds(self, name: str) -> float:
+        return self.data["stages"].get(name, {}).get("seconds", 0.0) if self.done(name) else 0.0
+
+    def update(self, name: str, **fields) -> None:
+        self.data["stages"][name] = {**self.data["stages"].get(name, {}), **fields}
+        write_json_atomic(self.path, self.data)
+
+
+class _Models:
+    """One loaded model at a time: the example and the eval of one model share it."""
+
+    def __init__(self):
+        self.name: str | None = None
+        self.backend = None
+
+    def get(self, ecfg):
+        if self.name != ecfg.model:
+            from j1.backends import build_backend
+
+            self.close()
+            self.backend, self.name = build_backend(ecfg), ecfg.model
+        return self.backend
+
+    def close(self) -> None:
+        if self.backend is not None:
+            self.backend.close()
+        self.backend = self.name = None
+
+
+@dataclasses.dataclass
+class DemoRun:
+    """What the stages share: the config, the run folder, how models are asked, the stage log."""
+
+    cfg: object
+    out: Path
+    stages: StageLog
+    asked: dict  # the Manifest.DEFAULTS fields both models are asked with
+    before_model: str
+    say: Callable[[str], None]
+    models: _Models = dataclasses.field(default_factory=_Models)
+
+    @property
+    def after_model(self) -> str:
+        return str(self.out / "train" / "final") if self.cfg.minutes > 0 else self.cfg.judge
+
+    def eval_config(self, model: str, out_name: str):
+        from j1.cli.configs import EvalConfig
+
+        return EvalConfig(model=model, benchmark="generic", data=str(self.out / "data" / "heldout.jsonl"),
+                          out=str(self.out / out_name), resume=True, progress=self.cfg.progress, seed=self.cfg.seed,
+                          **self.asked)
+
+
+def train_argv(cfg, out: Path, minutes: float | None = None, resume: str | None = None) -> list[str]:
+    """``j1 train`` flags: the recipe, the base model, the demo's data and folder, ``--train_args``
+    (later flags win), then the time limit and the checkpoint to resume from.
+
+    >>> from types import SimpleNamespace as NS
+    >>> train_argv(NS(base_model="m", progress=True, train_argv=["--max_steps", "1"]), Path("d"), 1.5)[2:]
+    ['--model_name_or_path', 'm', '--train_file', 'd/data/train.jsonl', '--output_dir', 'd/train', \
+'--max_steps', '1', '--max_minutes', '1.5']
+    """
+    argv = ["--config", str(RECIPE), "--model_name_or_path", cfg.base_model,
+            "--train_file", str(out / "data" / "train.jsonl"), "--output_dir", str(out / "train")]
+    argv += ([] if cfg.progress else ["--disable_tqdm", "true"]) + list(cfg.train_argv)
+    if minutes is not None:
+        argv += ["--max_minutes", f"{minutes:.4g}"]
+    return argv + (["--resume_from_checkpoint", resume] if resume else [])
+
+
+def how_asked(cfg, out: Path) -> tuple[dict, str]:
+    """(the judging settings both models get, the model before): as ``j1 train`` will write the
+    trained judge's manifest (M > 0), else as the ready judge's manifest says; greedy either way."""
+    if cfg.minutes > 0:
+        from j1.cli.train_cmd import parse_train
+        from j1.judges import trained_manifest
+
+        j1cfg, grpo, model_args = parse_train(train_argv(cfg, out), prog="j1 demo --train_args")
+        m = trained_manifest(formulation=j1cfg.formulation, template=j1cfg.template, prefill=j1cfg.assistant_prefill,
+                             max_new_tokens=grpo.max_completion_length, base_model=None,
+                             judge_dir=out / "train" / "final", trained_by="j1 train")
+        asked, before = {k: getattr(m, k) for k in Manifest.DEFAULTS}, model_args.model_name_or_path
+    else:
+        from j1.cli.configs import EvalConfig
+
+        # The judge's EvalConfig fills its settings from its manifest (else j1's plain defaults).
+        probe = EvalConfig(model=cfg.judge, benchmark="generic", data="-", out="-")
+        asked, before = {k: getattr(probe, k) for k in Manifest.DEFAULTS}, cfg.base_model
+    return asked | {"temperature": 0.0, "samples": 1}, before
+
+
+def stage_example(run: DemoRun, when: str) -> None:
+    from j1.demo_report import example_line
+    from j1.formats import get_format
+    from j1.judge import judge_pairs
+
+    model = run.before_model if when == "before" else run.after_model
+    if when == "before":
+        run.say(f"example: {EXAMPLE['prompt']!r}  A: {EXAMPLE['A']!r}  B: {EXAMPLE['B']!r}  (A is right)")
+    ecfg = run.eval_config(model, f"eval-{when}")
+    judgment = judge_pairs(run.models.get(ecfg), get_format(ecfg.format, ecfg.template),
+                           [(EXAMPLE["prompt"], EXAMPLE["A"], EXAMPLE["B"])], ecfg.sampling_params(),
+                           ecfg.assistant_prefill)[0]
+    result = {"model": model, "verdict": str(judgment.verdict),
+              "orders": {str(o.order): {"verdict": str(o.verdict), "text": o.samples[0].text} for o in judgment.orders}}
+    path = run.out / "examples.json"
+    examples = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"pair": EXAMPLE}
+    write_json_atomic(path, {**examples, when: result})
+    run.say(f"example, {when} ({model}): {example_line(result, EXAMPLE['better'])}")
+
+
+def stage_data(run: DemoRun) -> None:
+    from j1.data.mix import both_orders, mix
+    from j1.schema import read_pairs, write_jsonl_atomic
+
+    data = run.out / "data"
+    # j1 synth mix's own draw and A/B placement; nothing held out (the held-out pairs come from elsewhere).
+    train, _, _ = mix([str(TRAIN_PAIRS)], heldout_fraction=0.0, seed=run.cfg.seed)
+    n_rows = write_jsonl_atomic(data / "train.jsonl", [r for p in train for r in both_orders(p, run.cfg.seed)])
+    heldout = read_pairs(HELDOUT_PAIRS)[: run.cfg.heldout_pairs]
+    write_jsonl_atomic(data / "heldout.jsonl", heldout)
+    lines = ["# Data of this demo", "", "| file | pairs | kinds | from | licence |", "|---|---|---|---|---|"]
+    for name, pairs, extra in (("train.jsonl", train, f", {n_rows} rows (both orders)"), ("heldout.jsonl", heldout, "")):
+        for source, n in sorted(Counter(p.source for p in pairs).items()):
+            origin, licence = SOURCES.get(source, (source, "see the source"))
+            kinds = ", ".join(sorted({p.kind for p in pairs if p.source == source}))
+            lines.append(f"| {name} | {n}{extra} | {kinds} | {origin} | {licence} |")
+    lines += ["", f"Shipped with j1 (j1/assets/data/{TRAIN_PAIRS.name}, {HELDOUT_PAIRS.name}): mismatch pairs, a "
+              "question's gold answer vs another question's. The held-out sources are not in the training data."]
+    write_text_atomic(data / "SOURCES.md", "\n".join(lines) + "\n")
+
+
+def stage_eval(run: DemoRun, when: str) -> None:
+    from j1.eval.runner import run_eval
+
+    ecfg = run.eval_config(run.before_model if when == "before" else run.after_model, f"eval-{when}")
+    run_eval(ecfg, backend=run.models.get(ecfg))
+
+
+def trained_minutes(log_path: Path) -> float:
+    """Minutes of training steps already logged (a resumed run), from the trainer's ``step_time``."""
+    if not log_path.exists():
+        return 0.0
+    return sum(row.get("step_time") or 0.0 for _, row in iter_jsonl(log_path, allow_torn_tail=True)) / 60
+
+
+def stage_train(run: DemoRun) -> dict:
+    # In this process, not a subprocess: errors surface with their message, the progress bars are the
+    # trainer's own, and tests run in seconds. Interrupts are safe without a second process: the
+    # trainer checkpoints, this stage stays "running", and a rerun resumes from the newest checkpoint.
+    from j1.cli.train_cmd import parse_train
+    from j1.train.recipe import latest_checkpoint, run_train
+
+    run.models.close()  # free the base model's memory for training
+    names = stage_names(run.cfg.minutes)
+    spent = sum(run.stages.seconds(n) for n in names[: names.index("train")]) / 60
+    reserve = reserve_minutes(run.stages.seconds("eval-before") / 60, run.stages.seconds("example-before") / 60)
+    train_dir = run.out / "train"
+    trained = trained_minutes(train_dir / "log.jsonl")
+    minutes = train_budget(run.cfg.minutes, spent, reserve, trained)
+    resume = latest_checkpoint(train_dir)
+    log.info("train: %.1f min of %.1f (%.1f spent, %.1f kept for after, %.1f trained before)%s",
+             minutes, run.cfg.minutes, spent, reserve, trained, f"; resuming from {resume}" if resume else "")
+    run_train(*parse_train(train_argv(run.cfg, run.out, minutes, resume), prog="j1 demo --train_args"))
+    return {"budget_minutes": minutes}
+
+
+def train_summary(out: Path, budget_minutes: float) -> dict:
+    """Steps, first and last mean reward, and the curve PNGs (written to ``out``) of DIR/train/log.jsonl."""
+    from j1.demo_report import curve_points, plot_curves
+
+    rows = [row for _, row in iter_jsonl(out / "train" / "log.jsonl", allow_torn_tail=True)]
+    steps, rewards = curve_points(rows, "reward")
+    curves = plot_curves(rows, out)
+    return {"steps": steps[-1] if steps else 0, "budget_minutes": budget_minutes,
+            "reward_first": rewards[0] if rewards else None, "reward_last": rewards[-1] if rewards else None,
+            "curves": [p.name for p in curves]}
+
+
+def stage_report(run: DemoRun) -> None:
+    from j1.demo_report import render_report, table_rows
+
+    metrics = {w: json.loads((run.out / f"eval-{w}" / "metrics.json").read_text(encoding="utf-8"))
+               for w in ("before", "after")}
+    heldout = [row for _, row in iter_jsonl(run.out / "data" / "heldout.jsonl")]
+    report = {
+        "models": {"before": run.before_model, "after": run.after_model},
+        "asked": run.asked,
+        "heldout": {"pairs": len(heldout), "kinds": dict(Counter(r["kind"] for r in heldout))},
+        "table": table_rows(metrics["before"]["overall"], metrics["after"]["overall"]),
+        "overall": {w: m["overall"] for w, m in metrics.items()},
+        "examples": json.loads((run.out / "examples.json").read_text(encoding="utf-8")),
+        "stage_seconds": {n: run.stages.seconds(n) for n in stage_names(run.cfg.minutes) if run.stages.done(n)},
+        "train": None,
+    }
+    if run.cfg.minutes > 0:
+        budget = run.stages.data["stages"]["train"].get("budget_minutes", 0.0)
+        report["train"] = train_summary(run.out, budget)
+    write_json_atomic(run.out / "report.json", report)
+    write_text_atomic(run.out / "report.md", render_report(report))
+
+
+def run_demo(cfg, say: Callable[[str], None] = print) -> dict:
+    """Run (or continue) the demo of ``cfg`` (a DemoConfig); returns report.json's content.
+
+    ``say`` shows results as they come (the example verdicts); stage starts and ends are logged.
+    """
+    from j1.runinfo import write_run_json
+
+    started = time.time()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stages = StageLog(out, {k: getattr(cfg, k) for k in (*RESUME_FIELDS, "progress")})
+    asked, before = how_asked(cfg, out)
+    run = DemoRun(cfg, out, stages, asked, before, say)
+    write_run_json(out / "run.json", command="j1 demo", config=cfg, started=started, status="running")
+    steps: dict[str, Callable[[], dict | None]] = {
+        "example-before": lambda: stage_example(run, "before"), "data": lambda: stage_data(run),
+        "eval-before": lambda: stage_eval(run, "before"), "train": lambda: stage_train(run),
+        "eval-after": lambda: stage_eval(run, "after"), "example-after": lambda: stage_example(run, "after"),
+        "report": lambda: stage_report(run),
+    }
+    names = stage_names(cfg.minutes)
+    try:
+        for i, name in enumerate(names, 1):
+            if stages.done(name):
+                log.info("stage %d/%d %s: done before (%.1f s), skipped", i, len(names), name, stages.seconds(name))
+                continue
+            log.info("stage %d/%d %s: start", i, len(names), name)
+            stages.update(name, status="running", started=time.time())
+            t0 = time.monotonic()
+            extra = steps[name]() or {}
+            stages.update(name, status="done", seconds=round(time.monotonic() - t0, 3), finished=time.time(), **extra)
+            log.info("stage %d/%d %s: done in %.1f s", i, len(names), name, stages.seconds(name))
+    finally:
+        run.models.close()
+    write_run_json(out / "run.json", command="j1 demo", config=cfg, started=started, status="done")
+    return json.loads((out / "report.json").read_text(encoding="utf-8"))

@@ -1,0 +1,5 @@
+"""``j1 serve``: a judge behind HTTP for RL trainers (OpenRLHF's remote reward API) and other clients.
+
+``protocol`` (pure parsing and reward arithmetic) and ``tasks`` need no web framework; ``app`` and
+``batcher`` are the server, which needs the ``serve`` extra (fastapi, uvicorn).
+"""

@@ -1,0 +1,161 @@
+"""Dynamic batching for ``j1 serve``: requests wait in a bounded queue, and one worker gathers them
+into judge calls.
+
+A judge is much faster on a batch (a local model decodes it together, an HTTP upstream runs it
+concurrently), and OpenRLHF sends one query per request, many at once. The worker takes the first
+waiting request, then more until ``max_batch`` items or until ``wait_s`` has passed, runs the judge
+on them in a thread (the event loop keeps accepting requests) and answers each request's future. A
+full queue refuses at once (503) instead of growing without bound; a request whose client left is
+skipped, or its answer dropped, without touching the others in its batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class QueueFull(Exception):
+    """The queue holds ``max_queue`` requests already (answer 503: retry later)."""
+
+
+class Closed(Exception):
+    """The server is shutting down and takes no new requests."""
+
+
+@dataclass
+class _Job:
+    items: list[Any]
+    future: asyncio.Future
+
+
+class Batcher:
+    """Runs ``run(items) -> results`` (one result per item, in order) on batches of requests.
+
+    Args:
+        run: the judge call; runs in a worker thread, one batch at a time.
+        max_batch: most items gathered into one call (a larger request runs alone, whole).
+        max_queue: most requests waiting; one more is refused with ``QueueFull``.
+        wait_s: how long the worker waits for more requests after the first of a batch.
+    """
+
+    def __init__(self, run: Callable[[list[Any]], Sequence[Any]], *, max_batch: int, max_queue: int,
+                 wait_s: float):
+        if max_batch < 1 or max_queue < 1 or wait_s < 0:
+            raise ValueError(f"max_batch {max_batch} and max_queue {max_queue} must be >= 1, wait_s {wait_s} >= 0")
+        self._run = run
+        self.max_batch = max_batch
+        self.max_queue = max_queue
+        self.wait_s = wait_s
+        self._queue: asyncio.Queue[_Job] | None = None
+        self._held: _Job | None = None  # taken from the queue, did not fit the last batch
+        self._worker: asyncio.Task | None = None
+        self._closed = False
+        self.running = 0  # items in the judge call now
+
+    def start(self) -> None:
+        """Start the worker on the running event loop."""
+        self._queue = asyncio.Queue(self.max_queue)
+        self._worker = asyncio.get_running_loop().create_task(self._work(), name="j1-batcher")
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a batch."""
+        return (self._queue.qsize() if self._queue is not None else 0) + (self._held is not None)
+
+    async def submit(self, items: Sequence[Any]) -> list[Any]:
+        """The results of ``items``, once their batch has run.
+
+        Raises:
+            QueueFull: ``max_queue`` requests are waiting.
+            Closed: the batcher is shutting down.
+            Exception: whatever the judge call raised, for every request in that batch.
+        """
+        if self._closed or self._queue is None:
+            raise Closed("the server is shutting down")
+        future = asyncio.get_running_loop().create_future()
+        try:
+            self._queue.put_nowait(_Job(list(items), future))
+        except asyncio.QueueFull:
+            raise QueueFull(f"{self.max_queue} requests are waiting already (--max-queue); retry later") from None
+        # Cancelling this await (the client left) cancels the future: the worker skips or drops it.
+        return await future
+
+    async def close(self) -> None:
+        """Refuse new requests, answer the queued ones, then stop the worker."""
+        self._closed = True
+        if self._queue is None:
+            return
+        await self._queue.join()
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+
+    async def _next(self, timeout: float | None) -> _Job | None:
+        """The next waiting job within ``timeout`` seconds (None: no limit); None when none came."""
+        try:
+            return self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            if timeout is not None and timeout <= 0:
+                return None
+        getter = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({getter}, timeout=timeout)
+        if getter in done or not getter.cancel():  # cancel() is False when it finished meanwhile
+            return getter.result()
+        return None  # a cancelled get leaves any item in the queue
+
+    async def _gather(self) -> list[_Job]:
+        """One batch: the first waiting job, then more until max_batch items or wait_s has passed."""
+        loop = asyncio.get_running_loop()
+        first = self._held if self._held is not None else await self._next(None)
+        self._held = None
+        jobs, size = [first], len(first.items)
+        deadline = loop.time() + self.wait_s
+        while size < self.max_batch:
+            job = await self._next(deadline - loop.time())
+            if job is None:
+                break
+            if size + len(job.items) > self.max_batch:
+                self._held = job  # first in the next batch
+                break
+            jobs.append(job)
+            size += len(job.items)
+        return jobs
+
+    async def _work(self) -> None:
+        while True:
+            jobs = await self._gather()
+            try:
+                await self._run_jobs(jobs)
+            finally:
+                for _ in jobs:
+                    self._queue.task_done()
+
+    async def _run_jobs(self, jobs: list[_Job]) -> None:
+        live = [j for j in jobs if not j.future.done()]  # skip requests whose client left
+        if not live:
+            return
+        items = [item for j in live for item in j.items]
+        self.running = len(items)
+        try:
+            results = await asyncio.to_thread(self._run, items)
+            if len(results) != len(items):
+                raise RuntimeError(f"the judge returned {len(results)} results for {len(items)} items")
+        except Exception as exc:  # the batch failed: every request in it gets the error
+            log.warning("a batch of %d items failed: %s", len(items), exc)
+            for j in live:
+                if not j.future.done():
+                    j.future.set_exception(exc)
+            return
+        finally:
+            self.running = 0
+        start = 0
+        for j in live:
+            if not j.future.done():  # a client that left mid-batch: its answer is dropped
+                j.future.set_result(list(results[start:start + len(j.items)]))
+            start += len(j.items)

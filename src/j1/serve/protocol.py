@@ -1,0 +1,220 @@
+"""What ``j1 serve`` reads and answers, as pure functions: request parsing and checks (each failure a
+``RequestError`` whose message is the 400 answer), the prompt-prefix stripping of OpenRLHF queries,
+and the reward arithmetic shared with ``j1.integrations.trl``.
+
+OpenRLHF's remote reward API (``--remote_rm_url http://host:port/get_reward``) posts
+``{"query": [...], "prompts": [...], "labels": [...]}``: each query is its prompt followed by the
+policy's response, decoded from tokens. The answer is ``{"rewards", "scores", "extra_logs"}``; OpenRLHF
+trains on ``rewards``, filters on ``scores`` (0-1) and logs each ``extra_logs`` value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from j1.judge import Judgment
+from j1.pairs import Verdict, flipped
+
+
+class RequestError(ValueError):
+    """A malformed request; the message says which field and why (the 400 answer)."""
+
+
+@dataclass(frozen=True)
+class RewardRequest:
+    """A ``/get_reward`` request: the judged responses (queries without their prompts) and the
+    reference answers (pairwise; None for a pointwise judge, which may omit labels)."""
+
+    prompts: list[str]
+    responses: list[str]
+    references: list[str] | None
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """A ``/v1/judge`` request; ``response_b`` None asks a pointwise judge for one score."""
+
+    prompt: str
+    response_a: str
+    response_b: str | None
+    samples: int | None
+
+
+def parse_json(body: bytes) -> Any:
+    """The request body as JSON.
+
+    >>> parse_json(b'{"a": 1}')
+    {'a': 1}
+    >>> parse_json(b'{"a": ')
+    Traceback (most recent call last):
+    j1.serve.protocol.RequestError: the body is not valid JSON: Expecting value: line 1 column 7 (char 6)
+    """
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(f"the body is not valid JSON: {exc}") from None
+
+
+def _object(data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise RequestError(f"the body must be a JSON object, got {_kind(data)}")
+    return data
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _strings(data: dict, key: str, *, required: bool = True) -> list[str] | None:
+    """``data[key]`` as a list of strings; RequestError naming the key (and the item) otherwise."""
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise RequestError(f"missing field {key!r} (a list of strings)")
+        return None
+    if not isinstance(value, list):
+        raise RequestError(f"field {key!r} must be a list of strings, got {_kind(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise RequestError(f"field {key!r}[{i}] must be a string, got {_kind(item)}")
+    return value
+
+
+def strip_prompt(query: str, prompt: str) -> str:
+    """The response in an OpenRLHF query: the query with its prompt prefix removed.
+
+    >>> strip_prompt("Q: 2+2? A: 4", "Q: 2+2? ")
+    'A: 4'
+    >>> strip_prompt("A: 4", "Q: 2+2? ")
+    Traceback (most recent call last):
+    j1.serve.protocol.RequestError: the query does not start with its prompt
+    """
+    if not query.startswith(prompt):
+        raise RequestError("the query does not start with its prompt")
+    return query[len(prompt):]
+
+
+def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
+    """Check a ``/get_reward`` body: ``query`` and ``prompts`` (lists of strings, same length),
+    ``labels`` (the reference answers; needed by a pairwise judge, ignored by a pointwise one)."""
+    data = _object(data)
+    queries = _strings(data, "query")
+    prompts = _strings(data, "prompts")
+    if len(queries) != len(prompts):
+        raise RequestError(f"'query' has {len(queries)} items and 'prompts' {len(prompts)}; they pair up one to one")
+    if not queries:
+        raise RequestError("'query' is empty: nothing to reward")
+    responses = []
+    for i, (q, p) in enumerate(zip(queries, prompts, strict=True)):
+        try:
+            responses.append(strip_prompt(q, p))
+        except RequestError as exc:
+            raise RequestError(f"query {i}: {exc}") from None
+    if not pairwise:
+        return RewardRequest(prompts, responses, None)
+    labels = _strings(data, "labels", required=False)
+    if labels is None:
+        raise RequestError("missing field 'labels': a pairwise judge compares each response with its reference "
+                           "answer (OpenRLHF --label_key)")
+    if len(labels) != len(queries):
+        raise RequestError(f"'labels' has {len(labels)} items and 'query' {len(queries)}; they pair up one to one")
+    return RewardRequest(prompts, responses, labels)
+
+
+def parse_judge_request(data: Any, *, pairwise: bool) -> JudgeRequest:
+    """Check a ``/v1/judge`` body: ``prompt``, ``response_a`` (strings), ``response_b`` (a string;
+    required by a pairwise judge, optional for a pointwise one), ``samples`` (an integer >= 1)."""
+    data = _object(data)
+    fields = {}
+    for key in ("prompt", "response_a", "response_b"):
+        value = data.get(key)
+        if value is None and key != "response_b":
+            raise RequestError(f"missing field {key!r} (a string)")
+        if value is not None and not isinstance(value, str):
+            raise RequestError(f"field {key!r} must be a string, got {_kind(value)}")
+        fields[key] = value
+    if pairwise and fields["response_b"] is None:
+        raise RequestError("missing field 'response_b': this judge compares two responses")
+    samples = data.get("samples")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
+        raise RequestError(f"field 'samples' must be an integer >= 1, got {samples!r}")
+    return JudgeRequest(fields["prompt"], fields["response_a"], fields["response_b"], samples)
+
+
+def pairwise_reward(verdicts: Sequence[str]) -> float:
+    """The share of a pair's judge samples (both orders) that prefer the response (A, in original
+    naming) over the reference (B); tie and invalid do not prefer it.
+
+    >>> pairwise_reward(["A", "A"]), pairwise_reward(["A", "B"]), pairwise_reward(["A", "invalid", "tie", "A"])
+    (1.0, 0.5, 0.5)
+    """
+    if not verdicts:
+        raise ValueError("no judge samples to reward")
+    return sum(Verdict(v) is Verdict.A for v in verdicts) / len(verdicts)
+
+
+def pointwise_reward(score: float | None) -> float:
+    """A 0-10 score scaled to 0-1; no valid score (None) gives 0.0 (and is counted as invalid).
+
+    >>> pointwise_reward(8.0), pointwise_reward(None)
+    (0.8, 0.0)
+    """
+    return 0.0 if score is None else score / 10
+
+
+@dataclass(frozen=True)
+class Rewards:
+    """One reward per item and the batch's logs: ``invalid_rate`` (share of judge samples without a
+    valid answer), ``flip_rate`` (pairwise: share of items whose two orders gave different valid
+    verdicts) and ``n`` (items)."""
+
+    rewards: list[float]
+    logs: dict[str, float]
+
+    def to_json(self) -> dict:
+        """The ``/get_reward`` answer; ``scores`` (OpenRLHF's 0-1 filter value) equals ``rewards``."""
+        return {"rewards": self.rewards, "scores": self.rewards, "extra_logs": self.logs}
+
+
+def pairwise_rewards(judgments: Sequence[Judgment]) -> Rewards:
+    """Rewards of (response, reference) pairs judged with the response as A.
+
+    >>> from j1.judge import OrderResult, Sample
+    >>> s = lambda v: Sample(v, None, None, "")
+    >>> both = Judgment("pav", "A", [OrderResult("AB", "A", [s("A")]), OrderResult("BA", "A", [s("A")])], None)
+    >>> biased = Judgment("pav", "inconsistent", [OrderResult("AB", "A", [s("A")]), OrderResult("BA", "B", [s("B")])], None)
+    >>> pairwise_rewards([both, biased])
+    Rewards(rewards=[1.0, 0.5], logs={'invalid_rate': 0.0, 'flip_rate': 0.5, 'n': 2})
+    """
+    if not judgments:
+        raise ValueError("no judgments to reward")
+    rewards, invalid, total, flips = [], 0, 0, 0
+    for j in judgments:
+        verdicts = [s.verdict for o in j.orders for s in o.samples]
+        rewards.append(pairwise_reward(verdicts))
+        invalid += sum(Verdict(v) is Verdict.INVALID for v in verdicts)
+        total += len(verdicts)
+        ab, ba = (o.verdict for o in j.orders)
+        flips += flipped(ab, ba)
+    n = len(judgments)
+    return Rewards(rewards, {"invalid_rate": invalid / total, "flip_rate": flips / n, "n": n})
+
+
+def pointwise_rewards(results: Sequence[dict]) -> Rewards:
+    """Rewards of responses scored alone (``{"score", "samples"}`` results).
+
+    >>> from j1.judge import Sample
+    >>> ok, bad = Sample("A", {"A": 7.0}, None, ""), Sample("invalid", None, None, "", "no score")
+    >>> pointwise_rewards([{"score": 7.0, "samples": [ok]}, {"score": None, "samples": [bad]}])
+    Rewards(rewards=[0.7, 0.0], logs={'invalid_rate': 0.5, 'n': 2})
+    """
+    if not results:
+        raise ValueError("no judgments to reward")
+    samples = [s for r in results for s in r["samples"]]
+    invalid = sum(Verdict(s.verdict) is Verdict.INVALID for s in samples)
+    return Rewards([pointwise_reward(r["score"]) for r in results],
+                   {"invalid_rate": invalid / len(samples), "n": len(results)})

@@ -1,0 +1,38 @@
+"""The unit of work ``j1 serve`` batches: one judgment, of a pair or of one response alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from j1.api import Judge
+from j1.judge import Judgment
+
+
+@dataclass(frozen=True)
+class Task:
+    """A pair to compare in both orders (``response_b`` set) or one response to score (pointwise);
+    ``samples`` None uses the judge's own."""
+
+    prompt: str
+    response_a: str
+    response_b: str | None = None
+    samples: int | None = None
+
+
+def run_tasks(judge: Judge, tasks: Sequence[Task]) -> list[Judgment | dict]:
+    """Judge ``tasks`` with one call per kind (pair or single) and sample count, through
+    ``Judge.compare_many``/``score_many`` (the code ``j1 judge`` runs); results in input order."""
+    groups: dict[tuple[bool, int | None], list[int]] = {}
+    for i, t in enumerate(tasks):
+        groups.setdefault((t.response_b is not None, t.samples), []).append(i)
+    out: list[Judgment | dict | None] = [None] * len(tasks)
+    for (pair, samples), idx in groups.items():
+        if pair:
+            results = judge.compare_many([(tasks[i].prompt, tasks[i].response_a, tasks[i].response_b) for i in idx],
+                                         samples)
+        else:
+            results = judge.score_many([(tasks[i].prompt, tasks[i].response_a) for i in idx], samples)
+        for i, r in zip(idx, results, strict=True):
+            out[i] = r
+    return out  # type: ignore[return-value]

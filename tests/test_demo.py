@@ -1,0 +1,225 @@
+"""``j1 demo``: the pure helpers (budget, table), then the whole loop on the tiny model (seconds each):
+the quick demo (M = 0), a demo that trains one step (M > 0), resuming, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from j1.cli.main import main
+from j1.demo import (
+    MIN_TRAIN_MINUTES,
+    OVERHEAD_MINUTES,
+    config_change,
+    reserve_minutes,
+    train_budget,
+)
+from j1.demo_report import curve_points, example_line, markdown_table, table_rows
+from j1.train.recipe import latest_checkpoint
+
+# TRL flags every CPU test run needs (as tests/train/conftest.py CPU_FLAGS).
+CPU_FLAGS = "--bf16 false --use_cpu true --report_to none --logging_steps 1 --dataloader_num_workers 0"
+PREFILL = "<think>x</think>\n<answer>[["
+
+
+# --- pure helpers -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("total, spent, reserve, trained, want", [
+    (10.0, 1.5, 2.75, 0.0, 5.75),  # 10 - 1.5 - 2.75
+    (10.0, 1.5, 2.75, 4.0, 1.75),  # a resumed run already trained 4 of its minutes
+    (3.0, 1.5, 2.75, 0.0, MIN_TRAIN_MINUTES),  # nothing left: the floor, the demo overruns
+    (4.75, 1.5, 2.75, 0.0, MIN_TRAIN_MINUTES),  # exactly 0 left: the floor
+    (60.0, 0.0, 0.0, 0.0, 60.0),
+])
+def test_train_budget(total, spent, reserve, trained, want):
+    assert train_budget(total, spent, reserve, trained) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("eval_before, example_before, want", [
+    (2.0, 0.25, 2.0 + 0.25 + OVERHEAD_MINUTES),  # eval-after and example-after mirror the before ones
+    (0.0, 0.0, OVERHEAD_MINUTES),
+])
+def test_reserve_minutes(eval_before, example_before, want):
+    assert reserve_minutes(eval_before, example_before) == pytest.approx(want)
+
+
+def test_table_rows_hand_worked():
+    before = {"consistent_accuracy": 0.25, "consistent_accuracy_ci": [0.1, 0.4], "accuracy": 0.5,
+              "accuracy_ci": [0.375, 0.625], "flip_rate": 0.5, "invalid_rate": 0.125}
+    after = {"consistent_accuracy": 0.75, "consistent_accuracy_ci": [0.6, 0.9], "accuracy": 0.8125,
+             "accuracy_ci": [0.7, 0.9], "flip_rate": 0.0625, "invalid_rate": 0.0}
+    rows = table_rows(before, after)
+    assert [r["metric"] for r in rows] == ["consistent accuracy", "accuracy", "flip rate", "invalid rate"]
+    # change in points = (after - before) * 100: 50, 31.25, -43.75, -12.5
+    assert [r["change_points"] for r in rows] == pytest.approx([50.0, 31.25, -43.75, -12.5])
+    assert rows[0]["before_ci"] == [0.1, 0.4] and rows[2]["before_ci"] is None  # rates have no interval
+    md = markdown_table(rows).splitlines()
+    assert md[2] == "| consistent accuracy | 25.0 [10.0, 40.0] | 75.0 [60.0, 90.0] | +50.0 |"
+    assert md[4] == "| flip rate | 50.0 | 6.2 | -43.8 |"
+    assert md[5] == "| invalid rate | 12.5 | 0.0 | -12.5 |"
+
+
+def test_table_rows_missing_values():
+    # a pointwise judge has no flip rate: n/a, and no change
+    rows = table_rows({"flip_rate": None, "accuracy": 0.5}, {"flip_rate": None, "accuracy": 0.5})
+    assert rows[2]["change_points"] is None and rows[1]["change_points"] == 0.0
+    assert "| flip rate | n/a | n/a | n/a |" in markdown_table(rows)
+
+
+@pytest.mark.parametrize("old, new, want", [
+    ({"minutes": 0, "seed": 0}, {"minutes": 0, "seed": 0}, None),
+    ({"minutes": 0, "seed": 0}, {"minutes": 5, "seed": 0}, "--minutes was 0, now 5"),
+    ({"progress": True}, {"progress": False}, None),  # progress bars may change between attempts
+    ({}, {"minutes": 1}, None),
+])
+def test_config_change(old, new, want):
+    assert config_change(old, new) == want
+
+
+def test_resume_skips_a_checkpoint_cut_short(tmp_path):
+    assert latest_checkpoint(tmp_path) is None
+    for step, complete in ((2, True), (10, True), (12, False)):  # checkpoint-12: killed while saving
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    # by step number, not by name (checkpoint-10 sorts before checkpoint-2 as text)
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+
+
+def test_example_line_and_curve_points():
+    result = {"verdict": "invalid", "orders": {"AB": {"verdict": "B"}, "BA": {"verdict": "invalid"}}}
+    assert example_line(result, "A") == "order AB -> B (wrong), order BA -> invalid; verdict invalid"
+    rows = [{"step": 1, "reward": 0.25}, {"step": 2}, {"step": 3, "reward": 0.5}, {"train_runtime": 3.0}]
+    assert curve_points(rows, "reward") == ([1, 3], [0.25, 0.5])
+
+
+# --- end to end on the tiny model -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_judge(tiny_model, tmp_path_factory, one_torch_thread):
+    """The tiny model plus a judge.json: a ready judge for the quick demo."""
+    from j1.judges import Manifest, write_manifest
+
+    folder = tmp_path_factory.mktemp("tiny-judge") / "judge"
+    shutil.copytree(tiny_model, folder)
+    write_manifest(folder, Manifest(format="pav", template="compact", assistant_prefill=PREFILL, max_new_tokens=4))
+    return folder
+
+
+def _demo(out: Path, tiny_model, *extra: str) -> int:
+    return main(["demo", "--out", str(out), "--base_model", str(tiny_model), "--heldout_pairs", "4",
+                 "--progress", "false", *extra])
+
+
+def _stages(out: Path) -> dict:
+    return json.loads((out / "stages.json").read_text())["stages"]
+
+
+def test_quick_demo(tiny_model, tiny_judge, tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert _demo(out, tiny_model, "--minutes", "0", "--judge", str(tiny_judge)) == 0
+    stages = _stages(out)
+    assert list(stages) == ["example-before", "data", "eval-before", "eval-after", "example-after", "report"]
+    assert all(s["status"] == "done" and s["seconds"] >= 0 for s in stages.values())
+    # both models asked the judge's way (its manifest), greedily
+    for when, model in (("before", tiny_model), ("after", tiny_judge)):
+        config = json.loads((out / f"eval-{when}" / "run.json").read_text())["config"]
+        assert config["model"] == str(model)
+        assert (config["template"], config["assistant_prefill"], config["max_new_tokens"]) == ("compact", PREFILL, 4)
+        assert (config["temperature"], config["samples"]) == (0.0, 1)
+        assert json.loads((out / f"eval-{when}" / "metrics.json").read_text())["n"] == 4
+    assert len((out / "data" / "heldout.jsonl").read_text().splitlines()) == 4
+    assert len((out / "data" / "train.jsonl").read_text().splitlines()) == 2 * 460  # both orders
+    assert "Apache-2.0" in (out / "data" / "SOURCES.md").read_text()
+    examples = json.loads((out / "examples.json").read_text())
+    assert set(examples["before"]["orders"]) == {"AB", "BA"} and examples["after"]["model"] == str(tiny_judge)
+    report = (out / "report.md").read_text()
+    for row in ("| consistent accuracy |", "| accuracy |", "| flip rate |", "| invalid rate |"):
+        assert row in report
+    assert "## The example pair" in report and "## Training" not in report
+    assert json.loads((out / "report.json").read_text())["train"] is None
+    printed = capsys.readouterr().out
+    assert "example, before" in printed and "example, after" in printed
+    assert "| consistent accuracy |" in printed and f"report: {out / 'report.md'}" in printed
+
+
+def test_rerun_skips_finished_stages(tiny_model, tiny_judge, tmp_path):
+    out = tmp_path / "demo"
+    assert _demo(out, tiny_model, "--minutes", "0", "--judge", str(tiny_judge)) == 0
+    first = _stages(out)
+    data = json.loads((out / "stages.json").read_text())
+    del data["stages"]["report"]
+    (out / "stages.json").write_text(json.dumps(data))
+    (out / "report.md").unlink()
+    assert _demo(out, tiny_model, "--minutes", "0", "--judge", str(tiny_judge)) == 0
+    again = _stages(out)
+    for name in ("eval-before", "eval-after", "example-before"):
+        assert again[name] == first[name]  # not redone: same times
+    assert again["report"]["status"] == "done" and (out / "report.md").exists()
+
+
+def test_demo_that_trains(tiny_model, tmp_path):
+    out = tmp_path / "demo"
+    train_args = ("--max_steps 1 --num_generations 2 --per_device_train_batch_size 4 --max_completion_length 4 "
+                  f"--max_pairs 4 --lora_last_layers 1 --lora_r 4 {CPU_FLAGS}")
+    assert _demo(out, tiny_model, "--minutes", "5", "--train_args", train_args) == 0
+    stages = _stages(out)
+    assert "train" in stages and stages["train"]["status"] == "done" and stages["train"]["budget_minutes"] > 0
+    assert (out / "train" / "final" / "adapter_config.json").exists()
+    after = json.loads((out / "eval-after" / "run.json").read_text())["config"]
+    before = json.loads((out / "eval-before" / "run.json").read_text())["config"]
+    assert after["model"] == str(out / "train" / "final") and before["model"] == str(tiny_model)
+    # asked as the recipe trains: its template and prefill, the --train_args length
+    asked = ("format", "template", "assistant_prefill", "max_new_tokens")
+    assert [before[k] for k in asked] == [after[k] for k in asked]
+    assert (after["template"], after["max_new_tokens"]) == ("digest", 4)
+    assert (out / "reward.png").stat().st_size > 0 and (out / "accuracy.png").stat().st_size > 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["train"]["steps"] == 1 and report["train"]["curves"] == ["reward.png", "accuracy.png"]
+    assert "![reward.png](reward.png)" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--minutes", "-1"], "--minutes -1.0: must be >= 0"),
+    (["--heldout_pairs", "0"], "--heldout_pairs 0: must be in 1..120"),
+    (["--heldout_pairs", "121"], "--heldout_pairs 121: must be in 1..120"),
+    (["--minutes", "1", "--train_args", "--output_dir x"], "--train_args sets --output_dir"),
+    (["--minutes", "0", "--train_args", "--max_steps 1"], "--train_args needs --minutes > 0"),
+    (["--minutes", "0", "--judge", "no-such-judge"], "--judge 'no-such-judge': not a shipped judge"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["demo", *argv])
+    assert done.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_out_must_be_a_folder(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit) as done:
+        main(["demo", "--out", str(tmp_path / "file"), "--minutes", "1"])
+    assert done.value.code == 2 and "is a file" in capsys.readouterr().err
+
+
+def test_rerun_with_other_options_is_refused(tiny_model, tiny_judge, tmp_path, capsys):
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "stages.json").write_text(json.dumps({"config": {"seed": 1}, "stages": {}}))
+    assert _demo(out, tiny_model, "--minutes", "0", "--judge", str(tiny_judge)) == 2
+    assert "--seed was 1, now 0" in capsys.readouterr().err
+
+
+def test_make_demo_runs_a_valid_quick_demo():
+    """The README's main command: the Makefile's demo line parses as a quick demo of the shipped judge."""
+    import shlex
+
+    from j1.cli.common import parse
+    from j1.cli.configs import DemoConfig
+    from j1.judges import DEFAULT_JUDGE
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    (line,) = [ln for ln in makefile.splitlines() if "/j1 demo" in ln]
+    cfg = parse(DemoConfig, shlex.split(line.split("/j1 demo", 1)[1]), prog="j1 demo")
+    assert (cfg.minutes, cfg.judge) == (0, DEFAULT_JUDGE) and cfg.heldout_pairs <= 40
