@@ -69,8 +69,9 @@ def test_get_reward_pairwise_hand_worked(served):
     assert out["extra_logs"] == {"invalid_rate": 0.0, "flip_rate": pytest.approx(1 / 3), "n": 3}
     assert len(upstream.requests) == 6  # 3 pairs x 2 orders, one batch
     # the judge saw the request as OpenRLHF sent it and the response without it
-    shown = upstream.requests[0]["messages"][-1]["content"]
-    assert PROMPT in shown and "It is Paris." in shown and PROMPT + "It is Paris." not in shown
+    # (requests run concurrently, so find the pair's by content rather than by arrival order)
+    shown = [r["messages"][-1]["content"] for r in upstream.requests if "It is Paris." in r["messages"][-1]["content"]]
+    assert len(shown) == 2 and all(PROMPT in t and PROMPT + "It is Paris." not in t for t in shown)
 
 
 def test_get_reward_invalid_counts_as_not_preferred(served):
