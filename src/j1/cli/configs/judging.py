@@ -46,6 +46,14 @@ class JudgeArgs:
             self.model = DEFAULT_JUDGE
         self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
 
+    def _setup_judge(self) -> None:
+        """What every judging command does first: the judge and its settings, then their checks."""
+        self._apply_judge()
+        check_format(self.format)
+        check_template(self.template)
+        self._check_backend()
+        self._check_sampling()
+
 
 @dataclass
 class JudgeConfig(JudgeArgs, BackendArgs, SamplingArgs):
@@ -57,11 +65,7 @@ class JudgeConfig(JudgeArgs, BackendArgs, SamplingArgs):
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of text."})
 
     def __post_init__(self) -> None:
-        self._apply_judge()
-        check_format(self.format)
-        check_template(self.template)
-        self._check_backend()
-        self._check_sampling()
+        self._setup_judge()
         if self.prompt is None or self.response_a is None:
             raise ValueError("j1 judge needs --prompt and --response-a")
         if FORMATS[self.format].pairwise and self.response_b is None and self.format != "pos":
@@ -95,11 +99,7 @@ class EvalConfig(JudgeArgs, BackendArgs, SamplingArgs):
     def __post_init__(self) -> None:
         from j1.eval.benchmarks import BENCHMARKS
 
-        self._apply_judge()
-        check_format(self.format)
-        check_template(self.template)
-        self._check_backend()
-        self._check_sampling()
+        self._setup_judge()
         if self.benchmark not in BENCHMARKS:
             raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
         if not self.data:

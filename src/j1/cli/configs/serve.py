@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from j1.cli.configs.common import BackendArgs, SamplingArgs, check_format, check_template
+from j1.cli.configs.common import BackendArgs, SamplingArgs
 from j1.cli.configs.judging import JudgeArgs
 
 
@@ -35,11 +35,7 @@ class ServeConfig(JudgeArgs, BackendArgs, SamplingArgs):
         default=16 * 2**20, metadata={"help": "Largest request body in bytes; larger ones are answered 413."})
 
     def __post_init__(self) -> None:
-        self._apply_judge()
-        check_format(self.format)
-        check_template(self.template)
-        self._check_backend()
-        self._check_sampling()
+        self._setup_judge()
         if not self.host:
             raise ValueError("--host is empty: give an address such as 127.0.0.1")
         if not 0 <= self.port <= 65535:
