@@ -7,7 +7,7 @@ import pytest
 
 from j1.cli.main import COMMANDS, main
 
-INVOCATIONS = [[name] for name in COMMANDS if name != "synth"] + [["synth", sub] for sub in ("math", "chat", "mismatch", "mix")]
+INVOCATIONS = [[name] for name in COMMANDS if name not in ("synth", "export")] + [["synth", sub] for sub in ("math", "chat", "mismatch", "mix")] + [["export", "verl"]]
 
 
 @pytest.mark.parametrize("argv", INVOCATIONS, ids=" ".join)

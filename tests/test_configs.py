@@ -74,13 +74,13 @@ def test_configs_are_all_found():
     # The recursive glob sees every folder; update the floor when configs are removed, never skip files.
     folders = {p.relative_to(CONFIGS).parts[0] for p in YAMLS}
     assert {"synth", "warmup", "train", "eval", "accelerate"} <= folders
-    # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 2 GPU recipes
-    assert len([p for p in YAMLS if p.parent.name == "train"]) == 7
+    # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 5 GPU recipes
+    assert len([p for p in YAMLS if p.parent.name == "train"]) == 10
     # one per CPU starting point (the j1-135m recipe needs none: its answer prefill gives the format)
     assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 4
     assert len([p for p in YAMLS if p.parent.name == "synth"]) == 8
     assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
-    assert len(YAMLS) == len(set(YAMLS)) == 25
+    assert len(YAMLS) == len(set(YAMLS)) == 28
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))

@@ -3,7 +3,10 @@
 # (digest wording, the fixed thought, 8 new tokens, greedy), on
 #   gsm8k     the chain's 60 held-out GSM8K mismatch pairs (the kind and source it was trained on);
 #   unseen    the 120 shipped held-out mismatch pairs from other sources (60 MATH, 60 Alpaca): the bar;
-#   llmbar, judgebench   dev slices of judge benchmarks (../shared/data).
+#   llmbar, judgebench   dev slices of judge benchmarks (../shared/data);
+#   chat      `j1 synth chat` pairs (the answer to an Alpaca request vs the answer to a rewritten request), made by
+#             j1 synth chat --config configs/synth/chat_alpaca.yaml --source ../shared/data/alpaca_en_demo_llamafactory.json \
+#               --limit 100 --out runs/card/chat.jsonl
 # Run from the repository root after the chain (configs/train/j1_135m_cpu.yaml); one lane per core:
 #   OMP_NUM_THREADS=2 bash results/train/eval_j1_135m.sh                       # judge = runs/j1-135m/train/final
 #   JUDGE=j1-135m WHICH=judge SETS="unseen" bash results/train/eval_j1_135m.sh  # the shipped copy
@@ -18,6 +21,7 @@ declare -A DATA=(
   [unseen]="generic src/j1/assets/data/heldout_mismatch.jsonl"
   [llmbar]="llmbar ../shared/data/llmbar_dev.jsonl"
   [judgebench]="judgebench ../shared/data/judgebench_dev.jsonl"
+  [chat]="generic ${CHAT:-runs/card/chat.jsonl}"
 )
 declare -A MODEL=([judge]=$JUDGE [base]=smollm2-135m)
 for set in ${SETS:-gsm8k unseen llmbar judgebench}; do

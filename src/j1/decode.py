@@ -22,6 +22,7 @@ differ (``SUPPORTED``) and options that ``generate`` would treat otherwise go to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -160,11 +161,15 @@ class _Batch:
         )
 
 
-def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
+             on_done: Callable[[list[int]], None] | None = None) -> torch.Tensor:
     """Prompt + new tokens for every row of left-padded ``ids``/``mask`` (B, L), as ``generate``
     returns them: finished rows are padded with ``pad_token_id``, and the width is the longest row's.
 
     Rows with the same prompt (ids and mask) share its encoding. Call under ``torch.no_grad``.
+    ``on_done(rows)`` is called with the rows that wrote their end-of-sequence token at a step, so a
+    caller can report progress before the whole batch ends (rows stopped by the length limit are not
+    reported: they end with the batch).
     """
     B, L = ids.shape
     device = ids.device
@@ -194,7 +199,12 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling) -
             chosen = scores.argmax(dim=-1)
         out[rows, step] = chosen
         width = step + 1
+        before = done.clone() if on_done is not None else None
         done[rows] |= torch.isin(chosen, eos)
+        if on_done is not None:
+            finished = (done & ~before).nonzero().flatten().tolist()
+            if finished:
+                on_done(finished)
         if bool(done.all()):
             break
         token = torch.full_like(batch.row, sampling.pad_token_id)

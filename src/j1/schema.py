@@ -40,12 +40,21 @@ def iter_jsonl(path: str | os.PathLike, *, allow_torn_tail: bool = False) -> Ite
             crash during an append leaves behind); it is skipped with a warning.
 
     Raises:
-        RowError: a line is not a JSON object; the message names ``path:lineno``.
+        RowError: a line is not UTF-8 text or not a JSON object; the message names ``path:lineno``.
     """
     path = Path(path)
-    with path.open("r", encoding="utf-8") as fh:
-        lines = fh.readlines()
-    for i, line in enumerate(lines, start=1):
+    with path.open("rb") as fh:
+        raw_lines = fh.read().split(b"\n")
+    # split() leaves "" after a final newline; keep the "\n" on every line that had one (torn-tail check).
+    lines = [raw + b"\n" for raw in raw_lines[:-1]] + ([raw_lines[-1]] if raw_lines[-1] else [])
+    for i, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if allow_torn_tail and i == len(lines) and not raw.endswith(b"\n"):
+                log.warning("%s:%d: ignoring a torn last line (interrupted write)", path, i)
+                return
+            raise RowError(f"{path}:{i}: not UTF-8 text (byte {exc.start + 1} of the line)") from None
         if not line.strip():
             continue
         try:
@@ -70,8 +79,12 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     if suffix in {".jsonl", ".ndjson"}:
         yield from iter_jsonl(path)
     elif suffix == ".json":
-        with path.open("r", encoding="utf-8") as fh:
-            data = json.load(fh)
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError:
+            raise RowError(f"{path}: not UTF-8 text") from None
+        except json.JSONDecodeError as exc:
+            raise RowError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
         if isinstance(data, dict):
             arrays = [v for v in data.values() if isinstance(v, list)]
             if len(arrays) != 1:
@@ -86,7 +99,11 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        for i, obj in enumerate(pq.read_table(path).to_pylist(), start=1):
+        try:
+            table = pq.read_table(path)
+        except ValueError as exc:  # pyarrow's ArrowInvalid: not a Parquet file, or a damaged one
+            raise RowError(f"{path}: not a readable Parquet file ({' '.join(str(exc).split())})") from None
+        for i, obj in enumerate(table.to_pylist(), start=1):
             yield i, obj
     else:
         raise RowError(f"{path}: unknown file type {suffix!r}; use .jsonl, .json or .parquet")
@@ -109,9 +126,26 @@ def string_fields(cls: type, obj: Mapping, where: str) -> dict[str, str]:
     return {f.name: require(obj, f.name, str, where) for f in dataclasses.fields(cls) if f.type == "str"}
 
 
-def row_version(obj: Mapping) -> int:
-    """A row's ``schema_version`` (rows written before it existed count as the current one)."""
-    return int(obj.get("schema_version", SCHEMA_VERSION))
+def row_version(obj: Mapping, where: str) -> int:
+    """A row's ``schema_version`` (rows written before it existed count as the current one).
+
+    Raises:
+        RowError: it is not a whole number >= 1, naming ``where`` and the field.
+    """
+    version = obj.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise RowError(f"{where}: field 'schema_version' must be a whole number >= 1, got {version!r}")
+    return version
+
+
+def meta_field(obj: Mapping, where: str) -> dict:
+    """A row's optional ``meta`` object (absent or null: empty)."""
+    meta = obj.get("meta")
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise RowError(f"{where}: field 'meta' must be an object, got {type(meta).__name__}")
+    return dict(meta)
 
 
 def dumps(obj: Any) -> str:
@@ -147,6 +181,14 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_stale_temps(path: str | os.PathLike) -> None:
+    """Remove the temp files of ``write_text_atomic(path)`` that a killed writer left behind. Call it
+    where one run owns ``path`` (as it starts), never while another process may be writing it."""
+    path = Path(path)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
@@ -217,7 +259,8 @@ class PairRecord:
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> PairRecord:
-        return cls(**string_fields(cls, obj, where), meta=dict(obj.get("meta") or {}), schema_version=row_version(obj))
+        return cls(**string_fields(cls, obj, where), meta=meta_field(obj, where),
+                   schema_version=row_version(obj, where))
 
 
 def read_pairs(path: str | os.PathLike) -> list[PairRecord]:
@@ -252,7 +295,7 @@ class TrainRow:
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> TrainRow:
-        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj))
+        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj, where))
         if row.order not in ORDERS:
             raise RowError(f"{where}: field 'order' must be AB or BA, got {row.order!r}")
         for name in ("label", "label_shown"):
@@ -287,7 +330,8 @@ class Dropped:
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> Dropped:
-        return cls(**string_fields(cls, obj, where), meta=dict(obj.get("meta") or {}), schema_version=row_version(obj))
+        return cls(**string_fields(cls, obj, where), meta=meta_field(obj, where),
+                   schema_version=row_version(obj, where))
 
 
 @dataclass
@@ -325,15 +369,24 @@ class JudgmentLine:
         error = obj.get("error")
         if error is None and not texts:
             raise RowError(f"{where}: field 'texts' is empty but 'error' is not set")
-        pairs = [tuple(p) for p in require(obj, "pairs", list, where)]
+        if error is not None and not isinstance(error, str):
+            raise RowError(f"{where}: field 'error' must be a string or null, got {type(error).__name__}")
+        pairs = require(obj, "pairs", list, where)
+        if not all(isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p) for p in pairs):
+            raise RowError(f"{where}: field 'pairs' must be a list of [first, second, label] string triples")
+        lists = {}
+        for name in ("finish_reasons", "completion_tokens"):
+            value = obj.get(name)
+            if value is not None and not isinstance(value, list):
+                raise RowError(f"{where}: field {name!r} must be a list, got {type(value).__name__}")
+            lists[name] = list(value or [])
         return cls(
             item=item,
             category=require(obj, "category", str, where),
-            pairs=pairs,
+            pairs=[tuple(p) for p in pairs],
             slot=slot,
             texts=texts,
-            finish_reasons=list(obj.get("finish_reasons") or []),
-            completion_tokens=list(obj.get("completion_tokens") or []),
             error=error,
-            schema_version=row_version(obj),
+            schema_version=row_version(obj, where),
+            **lists,
         )

@@ -64,19 +64,20 @@ def prefix_cache(model, ids: torch.Tensor, mask: torch.Tensor, *, position_ids: 
     return cache
 
 
-def generate(model, ids: torch.Tensor, mask: torch.Tensor, **generate_kwargs) -> torch.Tensor:
+def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, **generate_kwargs) -> torch.Tensor:
     """``model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)`` with each distinct
     left-padded prompt row encoded once. Returns prompt + new tokens, as ``generate`` does.
 
     Llama-family models decode with ``j1.decode`` (the prompt's cache read in place, a static cache for
     the new tokens, finished rows compacted away); anything it does not do goes to ``generate``.
+    ``on_done(rows)``: rows that ended with an end-of-sequence token, as they end (``j1.decode`` only).
     """
     from j1 import decode
 
     sampling = decode.sampling_for(model, generate_kwargs)
     if sampling is not None and decode.supports(model):
         with torch.no_grad():
-            return decode.generate(model, ids, mask, sampling)
+            return decode.generate(model, ids, mask, sampling, on_done=on_done)
     if ids.shape[1] < 2:
         return model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)
     # Positions as generate counts them (from the padding mask), so the continuation lines up.

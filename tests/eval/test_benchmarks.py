@@ -21,7 +21,7 @@ def load(name, data, **kw):
 
 def test_registry_has_every_benchmark_of_the_issue():
     assert set(BENCHMARKS) == {"judgebench", "rmbench", "rewardbench", "ppe", "followbencheval", "llmbar",
-                               "mtbench_human", "pandalm", "autoj", "hh_rlhf", "generic"}
+                               "mtbench_human", "pandalm", "autoj", "hh_rlhf", "generic", "rewardbench2"}
     with pytest.raises(ValueError, match="unknown benchmark 'nope'.*judgebench"):
         get_benchmark("nope")
 

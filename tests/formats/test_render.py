@@ -9,6 +9,8 @@ import pytest
 from j1.formats import FORMATS, TEMPLATES, Verdict, get_format
 from j1.formats.base import fence_nonce
 
+# fourway shows four responses; its render and round trip are tested in tests/formats/test_fourway.py.
+ONE_OR_TWO = sorted(n for n in FORMATS if n != "fourway")
 PROMPT = "Which planet is largest?"
 GOOD = "Jupiter is the largest planet."
 BAD = "Saturn is the largest planet."
@@ -75,7 +77,7 @@ TARGETS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", ONE_OR_TWO)
 def test_answer_template_round_trips(name):
     """What the format asks for (its answer template, as the warm-up writes it) parses back."""
     text, verdict = TARGETS[name]
@@ -85,7 +87,7 @@ def test_answer_template_round_trips(name):
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", ONE_OR_TWO)
 def test_prompt_names_the_grammar(name, template):
     """The instructions mention every tag the parser requires, so a model can comply."""
     fmt = get_format(name, template)
@@ -95,7 +97,7 @@ def test_prompt_names_the_grammar(name, template):
         assert f"<{tag}>" in text
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", ONE_OR_TWO)
 def test_compact_template_is_shorter_and_parses_the_same(name):
     """compact changes the wording only: shorter prompts, the same fences, parser and answer grammar."""
     full, compact = get_format(name), get_format(name, "compact")
@@ -118,7 +120,7 @@ def test_default_template_is_the_registered_format_and_unknown_names_fail():
         get_format("pav", "tiny")
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", ONE_OR_TWO)
 def test_digest_template_is_compact_plus_a_fenced_quote_of_the_parts_as_shown(name):
     """digest = compact + a last fenced line quoting the first 8 words of each part in the order shown."""
     compact, digest = get_format(name, "compact"), get_format(name, "digest")

@@ -62,10 +62,14 @@ def test_reward_cli_pos(tmp_path):
         ({"pair_id": "p", "order": "A", "label": "A", "completion": A}, "in.jsonl:2: order 'A' is not valid"),
     ],
 )
-def test_reward_cli_bad_rows(tmp_path, row, msg):
+def test_reward_cli_bad_rows(tmp_path, row, msg, capsys):
     good = {"pair_id": "p", "order": "AB", "label": "A", "completion": A}
-    with pytest.raises(ValueError, match=msg):
-        _run(tmp_path, [good, row], "--format", "pav")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in [good, row]), encoding="utf-8")
+    assert main(["reward", "--input", str(src), "--output", str(tmp_path / "out.jsonl"), "--format", "pav"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("j1 reward: error: ") and msg in line
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 def test_reward_cli_needs_input(capsys):

@@ -143,8 +143,9 @@ def test_v1_judge_on_the_tiny_model_matches_j1_judge(tiny_model, one_torch_threa
 def test_health_and_models(served):
     url, upstream = served
     with http().Client() as client:
-        assert client.get(url + "/health").json() == {"status": "ok", "judge": "scripted-judge", "queued": 0,
-                                                      "running": 0}
+        health = client.get(url + "/health").json()
+        assert set(health.pop("batches")) == {"batches", "requests", "items", "largest", "wait_s", "run_s"}
+        assert health == {"status": "ok", "judge": "scripted-judge", "queued": 0, "running": 0}
         (model,) = client.get(url + "/v1/models").json()["data"]
     assert model["id"] == "scripted-judge" and model["judge"]["format"] == "pav"
     assert model["judge"]["base_url"] == upstream.base_url and model["judge"]["manifest"] is None
@@ -230,7 +231,7 @@ def _health(url: str) -> dict:
 def test_a_full_queue_answers_503():
     with FakeOpenAIServer(prefers_paris, latency=1.0) as upstream, \
             load_judge(base_url=upstream.base_url) as judge, \
-            running_app(judge, max_batch=1, max_queue=1, batch_wait_s=0) as (url, _):
+            running_app(judge, max_batch=1, max_queue=1, batch_wait_s=0, upstream_batches=1) as (url, _):
         first, r1 = _in_thread(post, url, "/get_reward", reward_body(["Paris."], ["Lyon."]))
         _wait(lambda: upstream.in_flight > 0)  # the first is in the judge
         second, r2 = _in_thread(post, url, "/get_reward", reward_body(["Lyon."], ["Paris."]))
@@ -271,7 +272,7 @@ def test_a_client_leaving_mid_batch_harms_no_one():
 def test_a_client_leaving_while_queued_is_never_judged():
     with FakeOpenAIServer(prefers_paris, latency=1.0) as upstream, \
             load_judge(base_url=upstream.base_url) as judge, \
-            running_app(judge, max_batch=1, batch_wait_s=0) as (url, _):
+            running_app(judge, max_batch=1, batch_wait_s=0, upstream_batches=1) as (url, _):
         first, r1 = _in_thread(post, url, "/get_reward", reward_body(["FIRST Paris."], ["Lyon."]))
         _wait(lambda: upstream.in_flight > 0)
         leaver = _send_and_leave_later(url, "/get_reward", reward_body(["LEAVER Paris."], ["Lyon."]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 Messages = list[dict[str, str]]
@@ -78,8 +78,12 @@ class Backend(ABC):
     usage: Usage
 
     @abstractmethod
-    def stream(self, prompts: Sequence[Messages], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
-        """Yield ``(i, completions)`` for every prompt ``i`` exactly once."""
+    def stream(self, prompts: Sequence[Messages], params: SamplingParams,
+               on_finish: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
+        """Yield ``(i, completions)`` for every prompt ``i`` exactly once. A backend that generates a
+        batch together calls ``on_finish(i)`` when prompt ``i``'s samples have all ended, before the
+        batch is yielded, so a progress bar can move with each prompt (it may skip prompts that end
+        with the batch, and backends that yield each prompt as it ends may ignore it)."""
 
     def generate(self, prompts: Sequence[Messages], params: SamplingParams) -> list[list[Completion]]:
         out: list[list[Completion] | None] = [None] * len(prompts)

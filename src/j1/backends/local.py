@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from j1 import sharedprefix
@@ -89,19 +89,22 @@ class LocalBackend(Backend):
             batches.append(cur)
         return batches
 
-    def stream(self, prompts: Sequence[Messages], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
+    def stream(self, prompts: Sequence[Messages], params: SamplingParams,
+               on_finish: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
         texts = [self.render(m) for m in prompts]
         lengths = [len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts]
         for batch in self._batches(lengths, params.n):
             # One torch seed per batch, derived from its prompts: reproducible for the same inputs.
             seed = sum(prompt_seed(params.seed, prompts[i]) for i in batch) & 0x7FFFFFFF
-            outs = self._generate([texts[i] for i in batch], params, seed)
+            outs = self._generate([texts[i] for i in batch], params, seed,
+                                  on_done=_prompts_done(batch, params.n, on_finish) if on_finish else None)
             for i, comps in zip(batch, outs, strict=True):
                 # A prefilled prompt's completion is the whole assistant message (j1.chat).
                 head = prefill(prompts[i])
                 yield i, [replace(c, text=head + c.text) for c in comps] if head else comps
 
-    def _generate(self, texts: list[str], params: SamplingParams, seed: int) -> list[list[Completion]]:
+    def _generate(self, texts: list[str], params: SamplingParams, seed: int,
+                  on_done: Callable[[list[int]], None] | None = None) -> list[list[Completion]]:
         import torch
 
         t0 = time.perf_counter()
@@ -124,7 +127,7 @@ class LocalBackend(Backend):
             else:
                 # Each prompt encoded once for its n samples, then j1's decode (j1.sharedprefix, j1.decode).
                 out = sharedprefix.generate(
-                    self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), **gen_kw
+                    self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), on_done=on_done, **gen_kw
                 )
         new = out[:, ids.shape[1]:]
         eos = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
@@ -148,6 +151,21 @@ class LocalBackend(Backend):
         self.usage.requests += len(texts)
         log.debug("batch of %d prompts x %d samples in %.1fs", len(texts), n, time.perf_counter() - t0)
         return results
+
+
+def _prompts_done(batch: list[int], n: int, on_finish: Callable[[int], None]) -> Callable[[list[int]], None]:
+    """Turn finished generation rows (prompt p's samples are rows p*n .. p*n+n-1 of the batch) into
+    ``on_finish(i)`` calls, one per prompt ``i = batch[p]`` once all its samples have ended."""
+    left = [n] * len(batch)
+
+    def rows_done(rows: list[int]) -> None:
+        for row in rows:
+            p = row // n
+            left[p] -= 1
+            if left[p] == 0:
+                on_finish(batch[p])
+
+    return rows_done
 
 
 def _as_list(x) -> list[int]:

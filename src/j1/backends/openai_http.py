@@ -140,7 +140,9 @@ class OpenAIBackend(Backend):
             wave += 1
         return i, comps[: params.n]
 
-    def stream(self, prompts: Sequence[Messages], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
+    def stream(self, prompts: Sequence[Messages], params: SamplingParams,
+               on_finish=None) -> Iterator[tuple[int, list[Completion]]]:
+        # Each prompt is yielded as its request returns: on_finish has nothing to add.
         if not prompts:
             return
         loop = asyncio.new_event_loop()

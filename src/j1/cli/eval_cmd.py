@@ -20,14 +20,15 @@ def main(argv: Sequence[str]) -> int:
 
     try:
         # The backend is built only if something is left to judge; the CLI supplies the API key.
-        metrics = run_eval(cfg, open_backend=lambda: common.build_backend(cfg))
+        with common.removed_on_error(cfg.out):  # a failed start leaves no empty run folder
+            metrics = run_eval(cfg, open_backend=lambda: common.build_backend(cfg))
     except TooManyErrors as exc:
         sys.stderr.write(f"j1 eval: {exc}\n")
         return 1
     except (RowError, OSError, ValueError, RuntimeError) as exc:
         # Bad data, a missing file, a run folder in use, an unreachable server: the message says
         # what and where; a traceback would only bury it.
-        sys.stderr.write(f"j1 eval: error: {exc}\n")
+        sys.stderr.write(f"j1 eval: error: {common.error_message(exc)}\n")
         return 2
     _record_in_manifest(cfg, metrics)
     json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
@@ -62,7 +63,7 @@ def score_main(argv: Sequence[str]) -> int:
     run_dir = Path(cfg.run_dir)
     for need in ("run.json", "judgments.jsonl"):
         if not (run_dir / need).exists():
-            sys.stderr.write(f"j1 score: {run_dir / need} not found; is {run_dir} a j1 eval run folder?\n")
+            sys.stderr.write(f"j1 score: error: {run_dir / need} not found; is {run_dir} a j1 eval run folder?\n")
             return 2
     metrics = score_run(run_dir, n_boot=cfg.n_boot)
     json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},

@@ -6,6 +6,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from j1.cli.common import run_reporting_errors
+
 # name -> (module, one-line help). Modules are imported only when their command runs.
 COMMANDS: dict[str, tuple[str, str]] = {
     "judge": ("j1.cli.judge_cmd", "judge a prompt and one or two responses, in both orders"),
@@ -18,13 +20,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("j1.cli.demo_cmd", "the whole J1 loop on shipped data: example, eval before, train, eval after, report"),
     "serve": ("j1.cli.serve_cmd", "serve a judge over HTTP: OpenRLHF's /get_reward and /v1/judge, requests batched"),
     "probe": ("j1.cli.probe_cmd", "read a pav judge's verdict log-odds in both orders: content margin, position bias"),
+    "export": ("j1.cli.export_cmd", "training pairs for another engine: export verl writes verl RL-dataset parquet"),
+    "attack": ("j1.cli.attack_cmd", "how easily is a judge fooled: master keys, injected verdicts, padded answers"),
+    "consistency": ("j1.cli.consistency_cmd", "label-free consistency over K responses per prompt: IPI, TOV, cycles"),
+    "compare": ("j1.cli.compare_cmd", "several finished runs side by side: judges by benchmark"),
 }
 
 
 def usage() -> str:
     width = max(map(len, COMMANDS))
     rows = "\n".join(f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items())
-    return f"usage: j1 COMMAND [options]   (j1 COMMAND --help for a command's options)\n\ncommands:\n{rows}\n"
+    return (f"usage: j1 COMMAND [options]   (j1 COMMAND --help for a command's options)\n\ncommands:\n{rows}\n\n"
+            "Bad input is reported in one line; --debug (anywhere) shows the traceback instead.\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,8 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in COMMANDS:
         sys.stderr.write(f"j1: unknown command {name!r}\n\n{usage()}")
         return 2
+    debug = "--debug" in rest
+    rest = [a for a in rest if a != "--debug"]
     module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    # A command with subcommands (j1 synth math) names both in its messages.
+    sub = rest[:1] if rest and rest[0] in getattr(module, "SUBCOMMANDS", ()) else []
+    return run_reporting_errors(" ".join(["j1", name, *sub]), lambda: int(module.main(rest) or 0), debug=debug)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,9 @@ def main(argv: Sequence[str]) -> int:
     setup_logging()
     from j1.probe import run_probe
 
-    try:
-        summary = run_probe(cfg)
-    except (OSError, ValueError) as exc:
-        # Bad data (RowError is a ValueError, naming file:line and field), a missing model folder, an
-        # adapter with no base: the message says what and where; a traceback would only bury it.
-        message = " ".join(str(exc).split())  # one line: transformers' OSErrors span several
-        sys.stderr.write(f"j1 probe: error: {message}\n")
-        return 2
+    # Bad data, a missing model folder, an adapter with no base: j1 (cli.common.run_reporting_errors)
+    # prints the message in one line.
+    summary = run_probe(cfg)
     json.dump(summary, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -15,13 +15,15 @@ from collections.abc import Sequence
 from j1.cli.common import parse, setup_logging
 from j1.cli.configs import RewardConfig
 from j1.rewards import Rollout, check_rollout, score_rollouts
+from j1.rewards.core import default_consistency_weight
 from j1.schema import RowError, iter_jsonl, require, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
 
 
 def read_rollouts(path: str, fmt: str) -> tuple[list[dict], list[Rollout]]:
-    """The rows of a rollouts file and their Rollouts; a bad row raises RowError naming file:line."""
+    """The rows of a rollouts file and their Rollouts; a bad row raises RowError naming file:line, an
+    empty file RowError naming the file."""
     rows, rollouts = [], []
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
@@ -39,6 +41,8 @@ def read_rollouts(path: str, fmt: str) -> tuple[list[dict], list[Rollout]]:
             raise RowError(f"{where}: {exc}") from None
         rows.append(obj)
         rollouts.append(rollout)
+    if not rollouts:
+        raise RowError(f"{path}: no rollouts (the file has no rows)")
     return rows, rollouts
 
 
@@ -46,9 +50,7 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(RewardConfig, argv, prog="j1 reward")
     setup_logging()
     rows, rollouts = read_rollouts(cfg.input, cfg.format)
-    w_cons = cfg.consistency_weight
-    if w_cons is None:
-        w_cons = 1.0 if cfg.format in ("pav", "pavs") else 0.0
+    w_cons = default_consistency_weight(cfg.format) if cfg.consistency_weight is None else cfg.consistency_weight
     parts = score_rollouts(
         rollouts, consistency=cfg.consistency, w_correct=cfg.correctness_weight, w_consistency=w_cons
     )

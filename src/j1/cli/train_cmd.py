@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 
-from j1.cli.common import setup_logging
+from j1.cli.common import removed_on_error, setup_logging
 from j1.cli.configs import TrainConfig
 from j1.cli.trl_args import parse_with_trl
 
@@ -20,10 +22,38 @@ def parse_train(argv: Sequence[str], prog: str = "j1 train"):
     return parse_with_trl([TrainConfig, GRPOConfig, ModelConfig], argv, prog=prog, description=DESCRIPTION)
 
 
+# TRL refuses bf16 on a machine without a GPU: a dry run parses the GPU recipe as if on the CPU.
+DRY_RUN_CPU_FLAGS = ("--bf16", "false", "--use_cpu", "true")
+
+
+def wants_dry_run(argv: Sequence[str]) -> bool:
+    """Whether ``--dry_run`` (``--dry_run true``, ``--dry_run=true``) is among the flags."""
+    argv = list(argv)
+    for i, arg in enumerate(argv):
+        if arg == "--dry_run":
+            return i + 1 == len(argv) or argv[i + 1].startswith("--") or argv[i + 1].lower() in {"true", "1", "yes"}
+        if arg.startswith("--dry_run="):
+            return arg.split("=", 1)[1].lower() in {"true", "1", "yes"}
+    return False
+
+
 def main(argv: Sequence[str]) -> int:
+    if wants_dry_run(argv):
+        j1cfg, grpo_args, model_args = parse_train([*argv, *DRY_RUN_CPU_FLAGS])
+        setup_logging()
+        from j1.train.dry_run import dry_run, format_report
+
+        recipe = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), "")
+        sys.stdout.write(format_report(dry_run(j1cfg, grpo_args, model_args), recipe))
+        return 0
     j1cfg, grpo_args, model_args = parse_train(argv)
     setup_logging()
+    from j1.train.dry_run import check_launch_world_size
+
+    launched = os.environ.get("WORLD_SIZE")  # set by accelerate launch / torchrun
+    check_launch_world_size(j1cfg.world_size, int(launched) if launched else None)
     from j1.train.recipe import run_train
 
-    run_train(j1cfg, grpo_args, model_args)
+    with removed_on_error(grpo_args.output_dir):  # a failed start leaves no empty run folder
+        run_train(j1cfg, grpo_args, model_args)
     return 0

@@ -93,12 +93,14 @@ def short_help(parser: argparse.ArgumentParser, j1_class, *, prog: str, descript
 
 def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, description: str):
     """Parse ``argv`` (and ``--config FILE.yaml``) into one object per class; the first class is the J1
-    section. ``--help`` prints the short help, ``--help-all`` TRL's full one; both exit 0. A bad value
-    or a retired option exits 2 with the message, as argparse does."""
+    section. ``--help`` prints the short help, ``--help-all`` TRL's full one; both exit 0. A bad value,
+    a retired option or an unreadable config file exits 2 with one line."""
     from trl import TrlParser
 
+    from j1.cli.common import HelpFormatter, error_message, exit_with, one_line_errors, yaml_errors
+
     argv = list(argv)
-    parser = TrlParser(list(classes), prog=prog)
+    parser = one_line_errors(TrlParser(list(classes), prog=prog, formatter_class=HelpFormatter), prog)
     if "--help-all" in argv:
         parser.print_help()
         sys.exit(0)
@@ -108,5 +110,5 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
     try:
         check_retired(argv, yaml_keys(argv))
         return parser.parse_args_and_config(argv)
-    except ValueError as exc:
-        parser.error(str(exc))
+    except (ValueError, OSError, *yaml_errors()) as exc:
+        exit_with(prog, error_message(exc))

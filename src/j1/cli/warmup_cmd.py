@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from j1.cli.common import setup_logging
+from j1.cli.common import removed_on_error, setup_logging
 from j1.cli.configs import WarmupConfig
 from j1.cli.trl_args import parse_with_trl
 
@@ -25,5 +25,6 @@ def main(argv: Sequence[str]) -> int:
     setup_logging()
     from j1.train.warmup import run_warmup
 
-    run_warmup(cfg, sft_args, model_args)
+    with removed_on_error(sft_args.output_dir):  # a failed start leaves no empty run folder
+        run_warmup(cfg, sft_args, model_args)
     return 0

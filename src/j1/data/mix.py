@@ -41,7 +41,7 @@ from collections import Counter
 from pathlib import Path
 
 from j1.pairs import ORDERS, shown_label
-from j1.schema import PairRecord, TrainRow, read_pairs, write_jsonl_atomic
+from j1.schema import PairRecord, TrainRow, read_pairs, remove_stale_temps, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,10 @@ def mix(inputs: list[str], heldout_fraction: float, seed: int) -> tuple[list[Pai
         path, n = parse_input(spec)
         if not path.exists():
             raise FileNotFoundError(f"--inputs {spec!r}: no such pair file {path}")
-        pairs = [p for p in read_pairs(path) if p.id not in seen]
+        records = read_pairs(path)
+        if not records:
+            raise ValueError(f"--inputs {spec!r}: {path} has no pairs")
+        pairs = [p for p in records if p.id not in seen]
         if n is not None and n > len(pairs):
             raise ValueError(f"--inputs {spec!r}: asks for {n} pairs but {path} has {len(pairs)} new ones; "
                              f"lower N or use {path}:all")
@@ -117,6 +120,9 @@ def mix(inputs: list[str], heldout_fraction: float, seed: int) -> tuple[list[Pai
     return train, heldout, per_input
 
 
+OUTPUTS = ("train.jsonl", "heldout.jsonl", "mix.stats.json", "mix.run.json")
+
+
 def run_mix_config(cfg) -> dict:
     """Run ``j1 synth mix`` for a :class:`j1.cli.configs.MixConfig`; returns its stats."""
     from j1.runinfo import write_run_json
@@ -125,6 +131,8 @@ def run_mix_config(cfg) -> dict:
     started = time.time()
     train, heldout, per_input = mix(cfg.inputs, cfg.heldout_fraction, cfg.seed)
     out = Path(cfg.out_dir)
+    for name in OUTPUTS:  # a rerun after a kill: the whole files are rewritten, half-written temps go
+        remove_stale_temps(out / name)
     n_train = write_jsonl_atomic(out / "train.jsonl", [r for p in train for r in both_orders(p, cfg.seed)])
     n_held = write_jsonl_atomic(out / "heldout.jsonl", [r for p in heldout for r in both_orders(p, cfg.seed)])
     stats = {

@@ -62,13 +62,16 @@ def iter_source_rows(source: str, split: str = "train") -> Iterator[tuple[str, d
     """``(where, row)`` for every row of a local file or a HF dataset.
 
     Raises:
-        FileNotFoundError: not a local file, and no HF dataset of that name could be loaded.
+        FileNotFoundError: a path that looks local does not exist (the hub is not asked: it would retry
+            for half a minute), or no HF dataset of that name could be loaded.
     """
     path = Path(source)
     if path.exists():
         for lineno, row in read_json_rows(path):
             yield f"{path}:{lineno}", row
         return
+    if looks_local(source):
+        raise FileNotFoundError(f"source {source}: no such file")
     name, _, config = source.partition(":")
     try:
         import datasets
@@ -81,6 +84,18 @@ def iter_source_rows(source: str, split: str = "train") -> Iterator[tuple[str, d
         ) from exc
     for i, row in enumerate(ds, start=1):
         yield f"{source}[{split}]:{i}", dict(row)
+
+
+def looks_local(source: str) -> bool:
+    """Whether ``source`` reads as a file path rather than a Hugging Face id (``owner/name[:config]``):
+    a data-file suffix, a leading ``/``, ``.`` or ``~``, or more than one ``/``.
+
+    >>> [looks_local(s) for s in ("data/x.jsonl", "./gsm8k", "/tmp/a", "a/b/c", "openai/gsm8k:main", "gsm8k")]
+    [True, True, True, True, False, False]
+    """
+    name = source.partition(":")[0] if not source.startswith(("/", ".", "~")) else source
+    return (Path(source).suffix.lower() in {".jsonl", ".ndjson", ".json", ".parquet", ".csv", ".txt"}
+            or source.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in source)
 
 
 # --- math ---------------------------------------------------------------------------------------
@@ -120,7 +135,8 @@ def load_math_problems(
     """The first ``limit`` problems of a source (all when None), with gold answers, de-duplicated by id.
 
     Raises:
-        RowError: a row lacks the prompt/answer field or it is not a string (names ``file:line``).
+        RowError: a row lacks the prompt/answer field or it is not a string (names ``file:line``), or
+            the source has no rows.
     """
     name = source_name(source)
     problems: dict[str, Problem] = {}
@@ -141,6 +157,8 @@ def load_math_problems(
         pid = pair_id(name, prompt)
         if pid not in problems:
             problems[pid] = Problem(pid, prompt, where, answer)
+    if not problems:
+        raise RowError(f"source {source}: no problems (it has no rows)")
     return list(problems.values())
 
 
@@ -152,7 +170,7 @@ def _first_user_turn(turns: list, where: str, field: str) -> str:
         if isinstance(turn, dict):
             role = turn.get("role", turn.get("from"))
             content = turn.get("content", turn.get("value"))
-            if role in {"user", "human"} and isinstance(content, str):
+            if isinstance(role, str) and role in {"user", "human"} and isinstance(content, str):
                 return content
         elif isinstance(turn, str):  # Arena-Hard v0.1 style list of user turns
             return turn
@@ -177,7 +195,10 @@ def chat_prompt(row: dict, where: str, prompt_field: str | None = None) -> str:
         instruction = require(row, "instruction", str, where)
         extra = row.get("input")
         if extra is None and isinstance(row.get("instances"), list) and row["instances"]:
-            extra = (row["instances"][0] or {}).get("input")  # self-instruct seed tasks
+            first = row["instances"][0]  # self-instruct seed tasks
+            if first is not None and not isinstance(first, dict):
+                raise RowError(f"{where}: field 'instances' must hold objects, got {type(first).__name__}")
+            extra = (first or {}).get("input")
         if extra is not None and not isinstance(extra, str):
             raise RowError(f"{where}: field 'input' must be str, got {type(extra).__name__}")
         return f"{instruction}\n\n{extra}" if extra and extra.strip() else instruction
@@ -209,4 +230,6 @@ def load_chat_prompts(
         pid = pair_id(name, prompt)
         if pid not in problems:
             problems[pid] = Problem(pid, prompt, where)
+    if not problems:
+        raise RowError(f"source {source}: no prompts (it has no rows, or only empty prompts)")
     return list(problems.values())

@@ -23,7 +23,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from j1.schema import Dropped, JsonlAppender, PairRecord, iter_jsonl, require, write_json_atomic
+from j1.schema import (
+    Dropped,
+    JsonlAppender,
+    PairRecord,
+    iter_jsonl,
+    remove_stale_temps,
+    require,
+    write_json_atomic,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +61,8 @@ class PairStore:
         self.stats_path = side_path(self.out, "stats.json")
         self.run_path = side_path(self.out, "run.json")
         self.kind = kind
+        for side in (self.stats_path, self.run_path):  # left by a killed run; both are rewritten whole
+            remove_stale_temps(side)
         self.pairs: dict[str, dict] = {}
         self.dropped: dict[str, dict] = {}
         self._read_existing()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -150,6 +151,8 @@ class Scorer:
 
     name: str
     category_rule: str | None = None
+    # Why the rule scores an invalid verdict better than a wrong one, when it does (the report warns).
+    rewards_invalid: ClassVar[str | None] = None
 
     def item_scores(self, item: ItemOutcome) -> dict[str, float | None]:
         """The per-item numbers that aggregate into a metric block."""
@@ -171,6 +174,9 @@ class Scorer:
 
 class JudgeBenchScorer(Scorer):
     """JudgeBench: an item is right by ``judgebench_right`` over its verdicts."""
+
+    rewards_invalid = ("JudgeBench's own accuracy counts an invalid verdict neither way, so a judge that is "
+                       "right in one order and invalid in the other scores as right.")
 
     def item_scores(self, item: ItemOutcome) -> dict[str, float | None]:
         return plain_item_scores(item) | {"accuracy": float(np.mean([

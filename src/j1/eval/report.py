@@ -26,6 +26,36 @@ def _row(name: str, b: dict) -> str:
 HEADER = ("| | n | accuracy | 95% CI | consistent | 95% CI | AB | BA | flip | tie | invalid |\n"
           "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|")
 
+# Above this share of invalid verdicts the report warns: the accuracy then says as much about the output
+# format as about judging.
+INVALID_WARN = 0.05
+
+
+def _beside(b: dict) -> str:
+    """What every headline accuracy is shown with: consistent accuracy and invalid rate."""
+    return f"consistent {_pct(b['consistent_accuracy'])}, invalid {_pct(b['invalid_rate'])}"
+
+
+def report_warnings(metrics: dict) -> list[str]:
+    """Sentences for the reader when the headline accuracy flatters the judge: too many invalid
+    verdicts, or a benchmark rule that scores an invalid verdict better than a wrong one."""
+    from j1.eval.benchmarks import BENCHMARKS
+    from j1.eval.metrics import get_scorer
+
+    o = metrics["overall"]
+    out = []
+    if o["invalid_rate"] is not None and o["invalid_rate"] > INVALID_WARN:
+        out.append(f"{_pct(o['invalid_rate'])}% of the verdicts are invalid (no parseable verdict), above "
+                   f"{_pct(INVALID_WARN)}%: the accuracy measures the output format as much as the judging; "
+                   "judgments.jsonl has each invalid text.")
+    bench = BENCHMARKS.get(metrics["benchmark"])
+    rule = get_scorer(bench.scheme).rewards_invalid if bench is not None else None
+    if rule and o["invalid_rate"]:
+        out.append(f"{rule} With {_pct(o['invalid_rate'])}% invalid verdicts, its accuracy "
+                   f"{_pct(o['accuracy'])}% overstates the judge; the consistent accuracy (right in both "
+                   f"orders) is {_pct(o['consistent_accuracy'])}%.")
+    return out
+
 
 def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
     """The report text (percentages)."""
@@ -42,9 +72,13 @@ def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
         f"max_new_tokens {cfg.get('max_new_tokens')}, seed {cfg.get('seed')}",
         f"- git {run.get('git', {}).get('revision')}, started {run.get('started')}",
         "",
+        f"**accuracy {_pct(o['accuracy'])}** (the benchmark's rule) · {_beside(o)}",
+        "",
+        *[f"> **Warning:** {w}\n" for w in report_warnings(metrics)],
         "All numbers are percentages. accuracy = the benchmark's own scoring; consistent = right in both "
         "orders; AB/BA = right when the first-stored response is shown first/second; flip = the orders give "
-        "different valid verdicts; invalid = unparseable verdicts (counted wrong). CIs: 95% bootstrap.",
+        "different valid verdicts; invalid = unparseable verdicts (counted wrong, except by a benchmark rule that "
+        "a warning above names). CIs: 95% bootstrap.",
         "",
         "## Overall",
         "",
@@ -52,30 +86,45 @@ def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
         _row("overall", o),
     ]
     if "easy" in o:
-        lines += ["", f"RM-Bench levels: easy {_pct(o['easy'])}, normal {_pct(o['normal'])}, hard {_pct(o['hard'])}"]
+        lines += ["", f"RM-Bench levels: easy {_pct(o['easy'])}, normal {_pct(o['normal'])}, hard {_pct(o['hard'])} "
+                  f"(overall {_beside(o)})"]
     if "sections" in o:
         secs = ", ".join(f"{k} {_pct(v)}" for k, v in o["sections"].items())
-        lines += ["", f"RewardBench sections: {secs} (score = their mean)"]
+        lines += ["", f"RewardBench sections: {secs} (score = their mean; overall {_beside(o)})"]
     lines += ["", "## Per category", "", HEADER]
     lines += [_row(c, b) for c, b in metrics["categories"].items()]
     if any("easy" in b for b in metrics["categories"].values()):
         lines += ["", "| category | easy | normal | hard |", "|---|---:|---:|---:|"]
         lines += [f"| {c} | {_pct(b['easy'])} | {_pct(b['normal'])} | {_pct(b['hard'])} |"
                   for c, b in metrics["categories"].items()]
-    lines += ["", "## Test-time scaling (first k samples of the same generations)", "", HEADER]
-    lines += [_row(f"k={k}", b) for k, b in metrics["scaling"].items()]
+    lines += ["", "## Test-time scaling (first k samples of the same generations)", ""]
+    if len(metrics["scaling"]) < 2:
+        lines.append("One sample per prompt: there is nothing to scale, so no curve is drawn. Judge with "
+                     "--samples N --temperature 1.0 to see how accuracy changes with k.")
+    else:
+        lines += [HEADER, *[_row(f"k={k}", b) for k, b in metrics["scaling"].items()]]
     lines += [""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
 
 
 def plot(out_dir: Path, metrics: dict) -> list[str]:
-    """scaling.png (accuracy and consistent accuracy vs k, with CI bands) and categories.png
-    (consistent accuracy and flip rate per category). Returns the file names."""
+    """scaling.png (accuracy and consistent accuracy vs k, with CI bands; only with two or more k: one
+    sample is a single point, which the report states in words) and categories.png (consistent
+    accuracy, flip rate and invalid rate per category). Returns the file names."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display; set here, not at import time
     import matplotlib.pyplot as plt
 
+    written = [_plot_categories(out_dir, metrics, plt)]
+    if len(metrics["scaling"]) >= 2:
+        written.insert(0, _plot_scaling(out_dir, metrics, plt))
+    else:
+        (out_dir / "scaling.png").unlink(missing_ok=True)  # a rescored run's old curve would mislead
+    return written
+
+
+def _plot_scaling(out_dir: Path, metrics: dict, plt) -> str:
     ks = [int(k) for k in metrics["scaling"]]
     blocks = list(metrics["scaling"].values())
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -94,23 +143,35 @@ def plot(out_dir: Path, metrics: dict) -> list[str]:
     fig.tight_layout()
     fig.savefig(out_dir / "scaling.png", dpi=100)
     plt.close(fig)
+    return "scaling.png"
 
+
+def category_panels(metrics: dict) -> list[tuple[str, list[float]]]:
+    """The panels of categories.png, ``(title, value per category in %)``: consistent accuracy, flip
+    rate (pairwise formats) and invalid rate, so an all-invalid run shows full invalid bars, not
+    empty accuracy bars."""
+    blocks = list(metrics["categories"].values())
+    panels = [("consistent accuracy (%)", [100 * b["consistent_accuracy"] for b in blocks])]
+    if all(b["flip_rate"] is not None for b in blocks):
+        panels.append(("flip rate (%)", [100 * b["flip_rate"] for b in blocks]))
+    panels.append(("invalid rate (%)", [100 * b["invalid_rate"] for b in blocks]))
+    return panels
+
+
+def _plot_categories(out_dir: Path, metrics: dict, plt) -> str:
     cats = list(metrics["categories"])
-    cons = [100 * metrics["categories"][c]["consistent_accuracy"] for c in cats]
-    flips = [metrics["categories"][c]["flip_rate"] for c in cats]
-    panels = [("consistent accuracy (%)", cons)]
-    if all(f is not None for f in flips):
-        panels.append(("flip rate (%)", [100 * f for f in flips]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 1.5 + 0.3 * len(cats)), squeeze=False)
+    panels = category_panels(metrics)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 1.5 + 0.3 * len(cats)), squeeze=False)
     for ax, (title, vals) in zip(axes[0], panels, strict=True):
-        ax.barh(cats, vals)
+        bars = ax.barh(cats, vals, color="tab:red" if title.startswith("invalid") else None)
+        ax.bar_label(bars, fmt="%.0f", padding=2)  # a 0 shows as "0", not as a missing bar
         ax.set_title(title)
-        ax.set_xlim(0, 100)
+        ax.set_xlim(0, 110)
         ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(out_dir / "categories.png", dpi=100)
     plt.close(fig)
-    return ["scaling.png", "categories.png"]
+    return "categories.png"
 
 
 def write_report(out_dir: str | Path, metrics: dict, run: dict) -> Path:

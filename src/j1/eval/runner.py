@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 # Config fields that must match for --resume to continue a run (the rest, e.g. --limit,
 # --concurrency or the server's --base-url, may change between attempts).
 RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "template", "assistant_prefill", "model",
-               "samples", "temperature", "top_p", "max_new_tokens", "seed")
+               "samples", "temperature", "top_p", "max_new_tokens", "seed", "rb2_mode", "rb2_rotations")
 
 
 class TooManyErrors(RuntimeError):
@@ -49,9 +49,12 @@ class Work:
     messages: Messages
 
 
-def plan(items: list[Item], fmt, done: set[tuple[str, str]], prefill: str | None = None) -> list[Work]:
-    """The prompts still to judge, in item order, each ending with the assistant ``prefill`` if given."""
-    return [Work(it, slot, with_prefill(m, prefill)) for it in items for slot, m in item_prompts(fmt, it)
+def plan(items: list[Item], fmt, done: set[tuple[str, str]], prefill: str | None = None,
+         prompts: Callable[[Item], list] | None = None) -> list[Work]:
+    """The prompts still to judge, in item order, each ending with the assistant ``prefill`` if given
+    (``prompts``: a benchmark's own ``item -> [(slot, messages)]``; default ``item_prompts``)."""
+    prompts = prompts or (lambda it: item_prompts(fmt, it))
+    return [Work(it, slot, with_prefill(m, prefill)) for it in items for slot, m in prompts(it)
             if (it.id, slot) not in done]
 
 
@@ -72,14 +75,23 @@ def judge_stream(
     pending = dict(enumerate(work))
     errors = 0
     bar = tqdm(total=len(work), desc="judging", unit="prompt", disable=not progress, dynamic_ncols=True)
+    counted: set[int] = set()  # work keys the bar has counted: once each, when generated or when written
+
+    def count(key: int) -> None:
+        if key not in counted:
+            counted.add(key)
+            bar.update(1)
+
     try:
         while pending:
             keys = list(pending)
             try:
-                for i, comps in backend.stream([pending[k].messages for k in keys], params):
+                # The local backend generates a batch together: on_finish moves the bar as each prompt ends.
+                for i, comps in backend.stream([pending[k].messages for k in keys], params,
+                                               on_finish=lambda i, keys=keys: count(keys[i])):
                     w = pending.pop(keys[i])
                     out.write(judgment_line(w.item, w.slot, comps))
-                    bar.update(1)
+                    count(keys[i])
             except BackendError as exc:
                 # The HTTP backend names the failed prompt; record it and restart with the rest.
                 index = getattr(exc, "index", None)
@@ -88,7 +100,7 @@ def judge_stream(
                 w = pending.pop(keys[index])
                 out.write(judgment_line(w.item, w.slot, error=str(exc)))
                 errors += 1
-                bar.update(1)
+                count(keys[index])
                 log.warning("item %s slot %s failed: %s", w.item.id, w.slot, exc)
                 if errors > max_errors:
                     raise TooManyErrors(
@@ -123,8 +135,14 @@ def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
     import json
 
     run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    if run.get("command") == "consistency":  # j1 score also rescores a j1 consistency run
+        from j1.eval.consistency_run import score_consistency
+
+        return score_consistency(out_dir, n_boot=n_boot)
     cfg = run["config"]
     bench = get_benchmark(cfg["benchmark"])
+    if bench.score is not None:  # a benchmark with its own rules writes its own metrics and report
+        return bench.score(out_dir, run, n_boot)
     records = read_judgments(out_dir / "judgments.jsonl")
     metrics = compute_metrics(
         get_format(cfg["format"], cfg.get("template", "full")), records, benchmark=bench.name, scheme=bench.scheme,
@@ -169,8 +187,9 @@ def run_eval(cfg, backend: Backend | None = None, *, open_backend: Callable[[], 
     if judgments.exists():
         done = {(r.id, s) for r in read_judgments(judgments).values()
                 for s, line in r.slots.items() if line.error is None}
-    work = plan(items, fmt, done, cfg.assistant_prefill)
-    total = sum(len(item_prompts(fmt, it)) for it in items)
+    prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
+    work = plan(items, fmt, done, cfg.assistant_prefill, prompts)
+    total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
     log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
              bench.name, len(items), total, cfg.samples, total - len(work), len(work))
     own_backend = backend is None and bool(work)

@@ -1,13 +1,14 @@
 """Judge formats: a registry name -> format, each with ``render`` and a total ``parse``."""
 
 from j1.formats.base import JudgeFormat, Messages
+from j1.formats.fourway import FourWay
 from j1.formats.pairwise import PairwiseScores, PairwiseScoresVerdict, PairwiseVerdict
 from j1.formats.pointwise import PointwiseScore
 from j1.formats.templates import TEMPLATES
 from j1.pairs import Parsed, Verdict
 
 FORMATS: dict[str, JudgeFormat] = {
-    f.name: f for f in (PairwiseVerdict(), PairwiseScores(), PairwiseScoresVerdict(), PointwiseScore())
+    f.name: f for f in (PairwiseVerdict(), PairwiseScores(), PairwiseScoresVerdict(), PointwiseScore(), FourWay())
 }
 
 

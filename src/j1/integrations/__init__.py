@@ -1,4 +1,5 @@
-"""j1 judges inside other frameworks' training loops: ``trl`` (GRPOTrainer reward functions).
+"""j1 judges inside other frameworks' training loops: ``trl`` (GRPOTrainer reward functions) and ``verl``
+(J1 training on verl: the batch reward function and the pair-keeping sampler).
 
 Each module imports its framework only where used; ``j1 serve`` covers trainers that call a remote
 reward model over HTTP (OpenRLHF).

@@ -62,6 +62,16 @@ class RewardParts:
     total: float
 
 
+def default_consistency_weight(fmt: str) -> float:
+    """The consistency weight when none is given: 1 for pav/pavs, 0 for pas (its J1 reward is the score
+    comparison alone) and pos (no consistency component). ``j1 reward`` and verl's reward use it.
+
+    >>> default_consistency_weight("pavs"), default_consistency_weight("pas")
+    (1.0, 0.0)
+    """
+    return 1.0 if fmt in ("pav", "pavs") else 0.0
+
+
 def check_rollout(r: Rollout) -> None:
     """Raise ValueError naming the field when a rollout cannot be rewarded."""
     fmt = get_format(r.format)

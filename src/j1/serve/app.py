@@ -4,7 +4,7 @@ Endpoints (``Authorization: Bearer KEY`` on all but ``/health`` when a key is se
 
 - ``POST /get_reward``: OpenRLHF's remote reward model (``protocol``); rewards in [0, 1].
 - ``POST /v1/judge``: one prompt and one or two responses -> the ``j1 judge --json`` object.
-- ``GET /health``: liveness and queue depth; ``GET /v1/models``: the judge's name and manifest.
+- ``GET /health``: liveness, queue depth and batching totals; ``GET /v1/models``: the judge's name and manifest.
 
 Every request's judgments go through one ``Batcher`` (dynamic batching) and ``Judge`` (the code
 ``j1 judge`` runs), so the same inputs and seed give ``j1 judge``'s verdicts. Errors answer
@@ -47,6 +47,8 @@ class ServerSettings:
         batch_wait_s: how long a batch waits for more requests after its first.
         max_body_bytes: largest request body; larger ones are answered 413.
         api_key: the key clients send as ``Authorization: Bearer KEY``; None asks for none.
+        upstream_batches: most batches sent to an HTTP upstream at once (each with the backend's
+            ``concurrency``); a local model runs one batch at a time.
     """
 
     max_batch: int = 32
@@ -54,6 +56,7 @@ class ServerSettings:
     batch_wait_s: float = 0.01
     max_body_bytes: int = 16 * 2**20
     api_key: str | None = None
+    upstream_batches: int = 2
 
 
 class ApiError(Exception):
@@ -77,7 +80,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> FastAPI:
     """The app serving ``judge``; the caller owns the judge (and closes it after the server stops)."""
     batcher = Batcher(partial(run_tasks, judge), max_batch=settings.max_batch, max_queue=settings.max_queue,
-                      wait_s=settings.batch_wait_s)
+                      wait_s=settings.batch_wait_s, max_running=settings.upstream_batches if judge.base_url else 1)
     pairwise = judge.format.pairwise
 
     @contextlib.asynccontextmanager
@@ -152,7 +155,8 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
 
     @app.get("/health")
     async def health() -> dict:
-        return {"status": "ok", "judge": judge.name, "queued": batcher.queued, "running": batcher.running}
+        return {"status": "ok", "judge": judge.name, "queued": batcher.queued, "running": batcher.running,
+                "batches": batcher.stats.to_json()}
 
     @app.get("/v1/models")
     async def models(request: Request) -> dict:

@@ -4,17 +4,22 @@ into judge calls.
 A judge is much faster on a batch (a local model decodes it together, an HTTP upstream runs it
 concurrently), and OpenRLHF sends one query per request, many at once. The worker takes the first
 waiting request, then more until ``max_batch`` items or until ``wait_s`` has passed, runs the judge
-on them in a thread (the event loop keeps accepting requests) and answers each request's future. A
+on them in a thread (the event loop keeps accepting requests) and answers each request's future. Up
+to ``max_running`` batches run at once: 1 for a local model (a second batch would only contend for
+the same cores), more for an HTTP upstream, whose batches mostly wait on the network: requests that
+just miss a batch's window then start at once instead of waiting for the whole batch to return. A
 full queue refuses at once (503) instead of growing without bound; a request whose client left is
-skipped, or its answer dropped, without touching the others in its batch.
+skipped, or its answer dropped, without touching the others in its batch. ``stats`` counts the batches
+formed and the time requests waited for them (``/health`` shows it), to tune ``max_batch``/``wait_s``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -32,6 +37,33 @@ class Closed(Exception):
 class _Job:
     items: list[Any]
     future: asyncio.Future
+    queued_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class BatchStats:
+    """Totals since start: judge calls (batches), the requests and items they ran, the requests' wait
+    from arrival to their batch's start, and the seconds the judge calls took. Mean batch size is
+    ``items / batches``; mean queue wait ``wait_s / requests``."""
+
+    batches: int = 0
+    requests: int = 0
+    items: int = 0
+    largest: int = 0
+    wait_s: float = 0.0
+    run_s: float = 0.0
+
+    def add(self, waits: list[float], items: int, run_s: float) -> None:
+        """Count one judge call of ``items`` items for requests that waited ``waits`` seconds."""
+        self.batches += 1
+        self.requests += len(waits)
+        self.items += items
+        self.largest = max(self.largest, items)
+        self.wait_s += sum(waits)
+        self.run_s += run_s
+
+    def to_json(self) -> dict[str, float]:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
 class Batcher:
@@ -42,21 +74,26 @@ class Batcher:
         max_batch: most items gathered into one call (a larger request runs alone, whole).
         max_queue: most requests waiting; one more is refused with ``QueueFull``.
         wait_s: how long the worker waits for more requests after the first of a batch.
+        max_running: most batches in judge calls at once (each in its own thread).
     """
 
     def __init__(self, run: Callable[[list[Any]], Sequence[Any]], *, max_batch: int, max_queue: int,
-                 wait_s: float):
-        if max_batch < 1 or max_queue < 1 or wait_s < 0:
-            raise ValueError(f"max_batch {max_batch} and max_queue {max_queue} must be >= 1, wait_s {wait_s} >= 0")
+                 wait_s: float, max_running: int = 1):
+        if max_batch < 1 or max_queue < 1 or max_running < 1 or wait_s < 0:
+            raise ValueError(f"max_batch {max_batch}, max_queue {max_queue} and max_running {max_running} must be "
+                             f">= 1, wait_s {wait_s} >= 0")
         self._run = run
         self.max_batch = max_batch
         self.max_queue = max_queue
         self.wait_s = wait_s
+        self.max_running = max_running
+        self._batches: set[asyncio.Task] = set()  # the batches in judge calls now
         self._queue: asyncio.Queue[_Job] | None = None
         self._held: _Job | None = None  # taken from the queue, did not fit the last batch
         self._worker: asyncio.Task | None = None
         self._closed = False
-        self.running = 0  # items in the judge call now
+        self.running = 0  # items in judge calls now
+        self.stats = BatchStats()
 
     def start(self) -> None:
         """Start the worker on the running event loop."""
@@ -128,20 +165,30 @@ class Batcher:
         return jobs
 
     async def _work(self) -> None:
+        slots = asyncio.Semaphore(self.max_running)
         while True:
+            # A batch is gathered only once it can run: until then its requests keep joining the queue.
+            await slots.acquire()
             jobs = await self._gather()
-            try:
-                await self._run_jobs(jobs)
-            finally:
-                for _ in jobs:
-                    self._queue.task_done()
+            task = asyncio.create_task(self._run_then_release(jobs, slots))
+            self._batches.add(task)
+            task.add_done_callback(self._batches.discard)
+
+    async def _run_then_release(self, jobs: list[_Job], slots: asyncio.Semaphore) -> None:
+        try:
+            await self._run_jobs(jobs)
+        finally:
+            slots.release()
+            for _ in jobs:
+                self._queue.task_done()
 
     async def _run_jobs(self, jobs: list[_Job]) -> None:
         live = [j for j in jobs if not j.future.done()]  # skip requests whose client left
         if not live:
             return
         items = [item for j in live for item in j.items]
-        self.running = len(items)
+        self.running += len(items)
+        started = time.monotonic()
         try:
             results = await asyncio.to_thread(self._run, items)
             if len(results) != len(items):
@@ -153,7 +200,8 @@ class Batcher:
                     j.future.set_exception(exc)
             return
         finally:
-            self.running = 0
+            self.running -= len(items)
+            self.stats.add([started - j.queued_at for j in live], len(items), time.monotonic() - started)
         start = 0
         for j in live:
             if not j.future.done():  # a client that left mid-batch: its answer is dropped

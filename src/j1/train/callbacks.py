@@ -28,13 +28,8 @@ class JsonlLogCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        if self.path.exists() and state.global_step > 0:
-            kept = [obj for _, obj in iter_jsonl(self.path, allow_torn_tail=True)
-                    if obj.get("step", 0) <= state.global_step]
-            write_jsonl_atomic(self.path, kept)
-        elif self.path.exists():
-            self.path.unlink()
-        self._out = JsonlAppender(self.path, fsync=False)
+        # a line is logged at the step it describes: those of later steps are redone after the checkpoint
+        self._out = reopen_for_resume(self.path, state.global_step, lambda row: row.get("step", 0) <= state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if self._out is None or not logs:
@@ -50,6 +45,17 @@ class JsonlLogCallback(TrainerCallback):
         if self._out is not None:
             self._out.close()
             self._out = None
+
+
+def reopen_for_resume(path: Path, global_step: int, keep) -> JsonlAppender:
+    """Open a per-step JSONL of a run for appending. A run resumed at ``global_step`` > 0 keeps only
+    the rows ``keep(row)`` accepts (what was written up to its checkpoint: the rest is redone, and
+    kept it would appear twice); a fresh run (step 0) starts the file anew."""
+    if path.exists() and global_step > 0:
+        write_jsonl_atomic(path, [obj for _, obj in iter_jsonl(path, allow_torn_tail=True) if keep(obj)])
+    elif path.exists():
+        path.unlink()
+    return JsonlAppender(path, fsync=False)
 
 
 class TimeLimitCallback(TrainerCallback):

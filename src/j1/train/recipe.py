@@ -88,9 +88,9 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     from j1.train.data import build_rows, load_pairs
     from j1.train.trl_grpo import J1GRPOTrainer
 
+    pairs = load_pairs(j1cfg.train_file, pair_seed=j1cfg.pair_seed)  # bad data fails before a model loads
     path = resolve_model(model_args.model_name_or_path)
     tokenizer = load_tokenizer(path)
-    pairs = load_pairs(j1cfg.train_file, pair_seed=j1cfg.pair_seed)
     if j1cfg.max_pairs is not None:
         pairs = pairs[: j1cfg.max_pairs]
     rows, counts = build_rows(

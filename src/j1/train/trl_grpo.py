@@ -31,6 +31,7 @@ from j1.rewards.trl_funcs import BatchScorer, ScoredBatch
 from j1.schema import JsonlAppender
 from j1.train.advantages import position_balance_advantages, stop_advantages, verdict_advantages
 from j1.train.answer_span import answer_markers, mask_outside_answer
+from j1.train.callbacks import reopen_for_resume
 from j1.train.options import J1Options
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
 from j1.train.shared_prompt import SharedPromptMixin
@@ -179,7 +180,10 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
             return
         if self._j1_trace is None:
             path = Path(self.reward_trace_dir) / f"reward_trace-{self.accelerator.process_index}.jsonl"
-            self._j1_trace = JsonlAppender(path, fsync=False)
+            # A call is traced with the step before the one it computes: a resumed run redoes those from
+            # its checkpoint's step on, so their old lines go.
+            step = self.state.global_step
+            self._j1_trace = reopen_for_resume(path, step, lambda row: row.get("step", 0) < step)
         self._j1_trace.write({"process": self.accelerator.process_index, "step": self.state.global_step,
                               "rows": [[r.pair_id, r.order, r.format] for r in batch.rollouts]})
 

@@ -145,9 +145,9 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     started = time.time()
     out = Path(sft_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    pairs = load_pairs(cfg.train_file, pair_seed=cfg.pair_seed)  # bad data fails before a model loads
     path = resolve_model(model_args.model_name_or_path)
     tokenizer = load_tokenizer(path)
-    pairs = load_pairs(cfg.train_file, pair_seed=cfg.pair_seed)
     if cfg.max_pairs is not None:
         pairs = pairs[: cfg.max_pairs + cfg.heldout_pairs]
     rows, counts = build_rows(pairs, cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cfg.max_prompt_tokens,

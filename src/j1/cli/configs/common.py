@@ -7,9 +7,20 @@ from dataclasses import dataclass, field
 from j1.formats import FORMATS, TEMPLATES
 
 FORMAT_NAMES = sorted(FORMATS)
-TEMPLATE_HELP = ("Judge prompt wording: full, compact (~70 fewer prompt tokens, for small models on CPU) or digest "
-                 "(compact plus the first words of each part, for tiny judges). The output grammar is the same; "
-                 "train, warm up and evaluate a judge with the same one.")
+# What each judge template is for, shown in --help beside its name; every template in TEMPLATES is listed.
+_TEMPLATE_NOTES = {"compact": "~70 fewer prompt tokens, for small models on CPU",
+                   "digest": "compact plus the first words of each part, for tiny judges"}
+
+
+def _choices(names: list[str]) -> str:
+    """'a, b or c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+TEMPLATE_CHOICES = _choices(list(TEMPLATES))
+TEMPLATE_HELP = ("Judge prompt wording: "
+                 + _choices([f"{n} ({_TEMPLATE_NOTES[n]})" if n in _TEMPLATE_NOTES else n for n in TEMPLATES])
+                 + ". The output grammar is the same; train, warm up and evaluate a judge with the same one.")
 
 PREFILL_HELP = ("Text the judge's answer is fixed to start with (a prefill): the model continues it, and the "
                 "verdict is read from the prefill plus what it wrote. For example a fixed thought and "

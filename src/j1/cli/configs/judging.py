@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from j1.cli.configs.common import (
     FORMAT_NAMES,
     PREFILL_HELP,
+    TEMPLATE_CHOICES,
     BackendArgs,
     SamplingArgs,
     check_format,
@@ -30,7 +31,7 @@ class JudgeArgs:
     format: str | None = field(
         default=None, metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}." + _FROM_MANIFEST.format("pav")})
     template: str | None = field(
-        default=None, metadata={"help": "Judge prompt wording: full, compact or digest." + _FROM_MANIFEST.format("full")})
+        default=None, metadata={"help": f"Judge prompt wording: {TEMPLATE_CHOICES}." + _FROM_MANIFEST.format("full")})
     assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
     samples: int | None = field(
         default=None, metadata={"help": "Samples per prompt (N); verdicts aggregate by majority."
@@ -78,7 +79,7 @@ class EvalConfig(JudgeArgs, BackendArgs, SamplingArgs):
 
     benchmark: str | None = field(
         default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
-                                "mtbench_human, pandalm, autoj, hh_rlhf or generic."})
+                                "mtbench_human, pandalm, autoj, hh_rlhf, generic or rewardbench2."})
     data: str | None = field(
         default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
     out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
@@ -95,11 +96,18 @@ class EvalConfig(JudgeArgs, BackendArgs, SamplingArgs):
         default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
     n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+    rb2_mode: str = field(
+        default="fourway", metadata={"help": "RewardBench 2: fourway (pick the best of four, the official default) or "
+                                     "ratings (rate each response); sets the format. Ties is always rated."})
+    rb2_rotations: int = field(
+        default=1, metadata={"help": "RewardBench 2 fourway: judge each item with the chosen answer in this many "
+                             "positions (1-4); reports the first, their mean and right-in-all."})
 
     def __post_init__(self) -> None:
         from j1.eval.benchmarks import BENCHMARKS
 
         self._setup_judge()
+        self._setup_rewardbench2()
         if self.benchmark not in BENCHMARKS:
             raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
         if not self.data:
@@ -114,6 +122,18 @@ class EvalConfig(JudgeArgs, BackendArgs, SamplingArgs):
             raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
         if self.n_boot < 1:
             raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+
+    def _setup_rewardbench2(self) -> None:
+        """RewardBench 2's mode picks the format (fourway or pos); fourway is for RewardBench 2 only."""
+        if self.rb2_mode not in ("fourway", "ratings"):
+            raise ValueError(f"--rb2-mode {self.rb2_mode!r}: choose fourway or ratings")
+        if not 1 <= self.rb2_rotations <= 4:
+            raise ValueError(f"--rb2-rotations {self.rb2_rotations}: must be in [1, 4] (four positions)")
+        if self.benchmark == "rewardbench2":
+            self.format = "fourway" if self.rb2_mode == "fourway" else "pos"
+        elif self.format == "fourway":
+            raise ValueError(f"--format fourway picks one of four answers: only --benchmark rewardbench2 has them "
+                             f"(not {self.benchmark!r})")
 
 
 @dataclass
@@ -144,7 +164,7 @@ class ProbeConfig:
     data: str | None = field(
         default=None, metadata={"help": "Pairs: j1 synth mix rows (e.g. heldout.jsonl) or a chosen/rejected pair file."})
     template: str | None = field(
-        default=None, metadata={"help": "Judge prompt wording: full, compact or digest." + _FROM_MANIFEST.format("full")})
+        default=None, metadata={"help": f"Judge prompt wording: {TEMPLATE_CHOICES}." + _FROM_MANIFEST.format("full")})
     thought: str | None = field(
         default=None, metadata={"help": "The fixed thought before the verdict. Default: the one in the judge's "
                                 "manifest prefill, else the first generic thought of j1 warmup "

@@ -68,6 +68,9 @@ class SynthMathConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
 class SynthChatConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
     """``j1 synth chat``: answer x (chosen) and a subtly changed x' (rejected), with noise checks."""
 
+    samples: int = field(
+        default=1, metadata={"help": "Answers sampled per prompt, for x and for x': a chat pair is one answer to each, "
+                             "so it must be 1."})
     temperature: float = field(default=0.7, metadata={"help": "Temperature for the answers to x and x'."})
     top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling."})
     max_new_tokens: int = field(default=384, metadata={"help": "Most tokens per answer."})

@@ -26,7 +26,8 @@ class RewardConfig:
     input: str | None = field(
         default=None,
         metadata={"help": 'Rollouts JSONL: {"pair_id", "order": "AB"|"BA" (pos: "A"|"B"), "label": "A"|"B", '
-                  '"completion"} per line.'},
+                  '"completion"} per line. label names the better response in the original A/B placement '
+                  "(not the position it was shown in: in order BA, label A means the second shown)."},
     )
     output: str | None = field(default=None, metadata={"help": 'Output JSONL: the input rows plus "rewards".'})
     correctness_weight: float = field(default=1.0, metadata={"help": "Weight of correctness in total."})
@@ -119,6 +120,20 @@ class TrainConfig:
         default=None,
         metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
     )
+    world_size: int | None = field(
+        default=None,
+        metadata={"help": "Training processes (GPUs) the recipe is written for: --dry_run checks it, and a launch "
+                  "with another count stops (prompts per step would change). Unset = any."},
+    )
+    zero_stage: int | None = field(
+        default=None, metadata={"help": "DeepSpeed ZeRO stage of the recipe's accelerate config (0-3), for "
+                                "--dry_run's memory estimate. Unset = no DeepSpeed."},
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata={"help": "Check the recipe on the CPU without generating: parse, load the data, check the pair "
+                  "geometry at world_size, print prompts and rollouts per step and a memory estimate per GPU."},
+    )
     reward_trace: bool = field(
         default=False,
         metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
@@ -131,10 +146,12 @@ class TrainConfig:
         check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
-        for name in ("max_pairs", "max_prompt_tokens", "lora_last_layers"):
+        for name in ("max_pairs", "max_prompt_tokens", "lora_last_layers", "world_size"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        if self.zero_stage is not None and self.zero_stage not in (0, 1, 2, 3):
+            raise ValueError(f"--zero_stage {self.zero_stage}: choose 0, 1, 2 or 3 (or unset)")
         if self.formulation == "pos" and self.consistency_weight:
             raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
         self.options()  # the named choices, checked here once

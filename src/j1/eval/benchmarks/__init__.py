@@ -12,6 +12,7 @@ from j1.eval.benchmarks import (
     pandalm,
     ppe,
     rewardbench,
+    rewardbench2,
     rmbench,
 )
 from j1.eval.benchmarks.base import Benchmark, load_items
@@ -21,7 +22,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     for b in (
         judgebench.BENCHMARK, rmbench.BENCHMARK, rewardbench.BENCHMARK, ppe.BENCHMARK, generic.FOLLOWBENCHEVAL,
         llmbar.BENCHMARK, mtbench_human.BENCHMARK, pandalm.BENCHMARK, autoj.BENCHMARK, hh_rlhf.BENCHMARK,
-        generic.BENCHMARK,
+        generic.BENCHMARK, rewardbench2.BENCHMARK,
     )
 }
 

@@ -41,6 +41,10 @@ class Benchmark:
         default_ties: "keep" or "drop" items labelled tie, when ``--ties`` is not given.
         hf_split: the Hub split to load when ``--data`` is a dataset id.
         splits: the ``--split`` values it accepts (None: it takes none).
+        prompts: ``(item, cfg) -> [(slot, messages)]`` for a benchmark that asks its own way
+            (RewardBench 2: four-way picks or ratings); None: pairs in both orders, or each response alone.
+        score: ``(out_dir, run, n_boot) -> metrics`` for a benchmark with its own scoring; it writes
+            metrics.json and report.md. None: ``j1.eval.scoring`` under ``scheme``.
     """
 
     name: str
@@ -49,6 +53,8 @@ class Benchmark:
     default_ties: str = "keep"
     hf_split: str = "train"
     splits: tuple[str, ...] | None = None
+    prompts: Callable | None = None
+    score: Callable | None = None
 
     def __post_init__(self) -> None:
         get_scorer(self.scheme)  # an unknown scheme fails when the benchmark is defined

@@ -1,0 +1,38 @@
+"""Window means of a j1 train log (sampled rollouts): invalid rate, accuracy, consistency, first-shown share,
+thought length and step time, the table README.md gives for a run.
+
+    .venv/bin/python results/train/curve_table.py runs/free-thought/train/log.jsonl 10
+"""
+
+import json
+import sys
+
+COLUMNS = [
+    ("j1/invalid_rate", "invalid"),
+    ("rewards/correctness/mean", "accuracy"),
+    ("rewards/consistency/mean", "consistent"),
+    ("j1/shown_A_share", "first-shown share"),
+    ("j1/thought_words", "thought words"),
+    ("completions/mean_length", "tokens"),
+    ("step_time", "s/step"),
+]
+
+
+def main(log_path: str, window: int) -> None:
+    rows = [json.loads(line) for line in open(log_path) if line.strip()]
+    rows = [r for r in rows if "loss" in r]
+    print("| steps | " + " | ".join(name for _, name in COLUMNS) + " |")
+    print("|---|" + "---:|" * len(COLUMNS))
+    for start in range(0, len(rows), window):
+        chunk = rows[start : start + window]
+        cells = []
+        for key, _ in COLUMNS:
+            xs = [r[key] for r in chunk if r.get(key) is not None]
+            mean = sum(xs) / len(xs) if xs else float("nan")
+            cells.append(f"{mean:.1f}" if key in ("step_time", "j1/thought_words", "completions/mean_length")
+                         else f"{100 * mean:.1f}%" if key != "j1/shown_A_share" else f"{mean:.2f}")
+        print(f"| {chunk[0]['step']}-{chunk[-1]['step']} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 10)

@@ -1,0 +1,170 @@
+"""Running ``j1 attack``: read the rows, judge every attack pair in both orders with ``j1 eval``'s
+machinery (``j1.eval.runner.judge_stream``: each judged prompt is appended to DIR/judgments.jsonl as it
+finishes, and ``--resume`` asks only the prompts without a line), then write DIR/report.json and
+DIR/report.md."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from j1.attack.attacks import (
+    ATTACK,
+    ATTACKS,
+    CONTROL,
+    AttackPair,
+    SourceRow,
+    attack_block,
+    attack_pairs,
+    attack_prompts,
+    mean_or_none,
+)
+from j1.backends import Backend, build_backend
+from j1.chat import with_prefill
+from j1.eval.benchmarks import get_benchmark, load_items
+from j1.eval.metrics import PairOutcome
+from j1.eval.runner import Work, check_resume, judge_stream
+from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
+from j1.formats import JudgeFormat, get_format
+from j1.judge import mean_scores, to_sample
+from j1.judges import ASSETS
+from j1.runinfo import write_run_json
+from j1.schema import JsonlAppender, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+# 60 GSM8K test questions (MIT), each with its gold solution and the gold solution of another question
+# (j1 synth mismatch, seed 0, <= 30 words): prompts no shipped judge was trained on.
+DEFAULT_DATA = ASSETS / "data" / "gsm8k_test_mismatch.jsonl"
+
+
+def load_rows(data: str | None, limit: int | None = None) -> list[SourceRow]:
+    """Rows from ``data`` (prompt/chosen/rejected rows, as ``j1 eval --benchmark generic`` reads
+    them; ``j1 synth mix`` rows too), or the shipped set when None. ``chosen`` is the reference.
+
+    Raises:
+        RowError: a malformed row, naming the file, line and field.
+    """
+    items = load_items(get_benchmark("generic"), str(data or DEFAULT_DATA), limit=limit)
+    return [SourceRow(it.id, it.prompt, it.responses["A"], it.responses["B"]) for it in items]
+
+
+def plan(pairs: Sequence[AttackPair], fmt: JudgeFormat, done: set[tuple[str, str]], prefill: str | None) -> list[Work]:
+    """The judge prompts still to ask, in pair order, each ending with the assistant ``prefill`` if given."""
+    return [Work(p.item(), slot, with_prefill(m, prefill)) for p in pairs for slot, m in attack_prompts(fmt, p)
+            if (p.id, slot) not in done]
+
+
+def _scores(fmt: JudgeFormat, rec: ItemRecord, k: int) -> tuple[float | None, float | None]:
+    """Pointwise: the reference's and the attack's mean score over the first ``k`` samples."""
+    means = [mean_scores(to_sample(fmt, t, "A") for t in rec.slots[s].texts[:k]) for s in ("A", ATTACK)]
+    ref, att = (None if m is None else m["A"] for m in means)
+    return ref, att
+
+
+def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
+    """(Re)write DIR/report.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json."""
+    from j1.attack.report import write_report
+
+    out_dir = Path(out_dir)
+    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    cfg = run["config"]
+    fmt = get_format(cfg["format"], cfg["template"])
+    records = read_judgments(out_dir / "judgments.jsonl")
+    # Sorted by id: the bootstrap resamples by position, so a resumed run gets an uninterrupted one's intervals.
+    done = sorted((r for r in records.values() if r.complete(fmt.pairwise)), key=lambda r: r.id)
+    if len(done) < len(records):
+        log.warning("%d of %d attack pairs are not fully judged; reporting the %d complete ones",
+                    len(records) - len(done), len(records), len(done))
+    groups: dict[str, list[PairOutcome]] = {}
+    scores: dict[str, list[tuple[float | None, float | None]]] = {}
+    for rec in done:
+        groups.setdefault(rec.category, []).append(pair_outcome(fmt, rec, 0, cfg["samples"]))
+        if not fmt.pairwise:
+            scores.setdefault(rec.category, []).append(_scores(fmt, rec, cfg["samples"]))
+    if not groups:
+        raise ValueError(f"{out_dir / 'judgments.jsonl'}: no fully judged attack pairs to report")
+    seed = cfg["seed"]
+
+    def block(names: Sequence[str]) -> dict:
+        b = attack_block({a: groups[a] for a in names}, seed=seed, n_boot=n_boot)
+        if not fmt.pairwise:
+            both = [s for a in names for s in scores[a]]
+            b["attack_score"] = mean_or_none([s[1] for s in both])
+            b["reference_score"] = mean_or_none([s[0] for s in both])
+        return b
+
+    attacks = [a for a in ATTACKS if a in groups]
+    report = {
+        "attacks": {a: block([a]) for a in attacks},
+        "overall": block(attacks) if attacks else None,
+        "control": block([CONTROL]) if CONTROL in groups else None,
+        "meta": {"model": run.get("model"), "format": fmt.name, "template": cfg["template"],
+                 "assistant_prefill": cfg["assistant_prefill"], "samples": cfg["samples"],
+                 "data": cfg["data"] or str(DEFAULT_DATA.name), "rows": len({r.id.rsplit(":", 1)[0] for r in done}),
+                 "errors": sum(s.error is not None for r in done for s in r.slots.values()),
+                 "incomplete": len(records) - len(done)},
+    }
+    write_json_atomic(out_dir / "report.json", report)
+    write_report(out_dir, report, run)
+    return report
+
+
+def run_attack(cfg, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
+    """Run ``j1 attack`` for an AttackConfig; returns the report.
+
+    Args:
+        cfg: the AttackConfig.
+        backend: a ready backend (tests); the caller closes it.
+        open_backend: builds the backend the config names, called only when there is work left (a
+            finished run resumed loads no model); default ``j1.backends.build_backend(cfg)``.
+    """
+    started = time.time()
+    out_dir = Path(cfg.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    check_resume(out_dir, cfg)
+    for stale in ("report.json", "report.md"):  # rewritten when the run finishes
+        (out_dir / stale).unlink(missing_ok=True)
+    fmt = get_format(cfg.format, cfg.template)
+    rows = load_rows(cfg.data, cfg.limit)
+    pairs = [p for row in rows for p in attack_pairs(row, fmt)]
+    judgments = out_dir / "judgments.jsonl"
+    done = set()
+    if judgments.exists():
+        done = {(r.id, s) for r in read_judgments(judgments).values()
+                for s, line in r.slots.items() if line.error is None}
+    work = plan(pairs, fmt, done, cfg.assistant_prefill)
+    total = 2 * len(pairs)
+    log.info("%d rows x %d attacks (+ control): %d pairs, %d prompts x %d samples; %d already judged, %d to go",
+             len(rows), len(ATTACKS), len(pairs), total, cfg.samples, total - len(work), len(work))
+    own_backend = backend is None and bool(work)
+    if own_backend:
+        backend = open_backend() if open_backend is not None else build_backend(cfg)
+    if backend is not None:
+        model = backend.model_name
+    else:  # a finished run resumed: keep the recorded name
+        old = out_dir / "run.json"
+        model = (json.loads(old.read_text(encoding="utf-8")).get("model") if old.exists() else None) or cfg.model
+    info = dict(model=model, rows=len(rows), pairs=len(pairs), prompts=total, status="running")
+    write_run_json(out_dir / "run.json", command="attack", config=cfg, started=started, **info)
+    t0 = time.time()
+    try:
+        with JsonlAppender(judgments) as out:
+            errors = judge_stream(backend, work, cfg.sampling_params(), out,
+                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
+    finally:
+        if own_backend:
+            backend.close()
+    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
+                generation_seconds=round(time.time() - t0, 3),
+                usage=vars(backend.usage) if backend is not None else None)
+    write_run_json(out_dir / "run.json", command="attack", config=cfg, started=started, **info)
+    report = score_attack(out_dir, n_boot=cfg.n_boot)
+    o = report["overall"]
+    log.info("%s: attacks preferred in %.1f%% of verdicts, in both orders for %.1f%% of pairs, invalid %.1f%% "
+             "(n=%d) -> %s", model, 100 * o["false_preference_rate"], 100 * o["consistent_false_preference_rate"],
+             100 * o["invalid_rate"], o["n"], out_dir)
+    return report

@@ -1,0 +1,131 @@
+"""``j1 export verl --pairs FILE --format F --out DIR``: training pairs as parquet in verl's RL dataset
+schema, so verl (the J1 paper's engine) trains a judge on the same prompts as ``j1 train``.
+
+Each judge prompt (both orders of every pair; both slots for pos) is one row, a pair's rows adjacent:
+
+- ``data_source``: ``j1/<format>``; ``ability``: ``judge``;
+- ``prompt``: the chat messages, rendered with j1's judge template (``j1.train.data.unit_rows``,
+  as ``j1 train`` renders them); verl applies the chat template with a generation prompt;
+- ``reward_model``: ``{"style": "rule", "ground_truth": ...}``: the better response's shown position
+  (pairwise) or the better response (pos);
+- ``extra_info``: ``pair_id``, ``order`` (AB/BA; pos: the slot A/B), ``label`` (the better response in
+  the original placement), ``label_shown`` (its shown position; null for pos), ``format``, ``index``.
+
+``j1.integrations.verl.compute_score`` reads ``extra_info`` and ``PairSampler`` keeps each pair's
+rows in one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from j1.cli.common import parse, setup_logging
+from j1.cli.configs.export import ExportVerlConfig
+from j1.runinfo import write_run_json
+
+log = logging.getLogger(__name__)
+
+SUBCOMMANDS = {"verl": "pairs as parquet in verl's RL dataset schema (prompt, reward_model, extra_info)"}
+ABILITY = "judge"
+
+
+def usage() -> str:
+    rows = "\n".join(f"  {name:<6} {help_}" for name, help_ in SUBCOMMANDS.items())
+    return f"usage: j1 export {{{','.join(SUBCOMMANDS)}}} [options]   (j1 export SUB --help)\n\n{rows}\n"
+
+
+def verl_rows(pairs, formulation: str, *, template: str = "full", data_source: str = "j1") -> list[dict]:
+    """The verl rows of ``pairs`` (``j1.train.data.Pair``), a pair's rows adjacent (see the module docstring).
+
+    >>> from j1.train.data import Pair
+    >>> rows = verl_rows([Pair("p1", "2+2?", "4", "5", "A")], "pav")
+    >>> [(r["extra_info"]["order"], r["extra_info"]["label_shown"], r["reward_model"]["ground_truth"]) for r in rows]
+    [('AB', 'A', 'A'), ('BA', 'B', 'B')]
+    """
+    from j1.formats import get_format
+    from j1.pairs import shown_label
+    from j1.train.data import unit_rows
+
+    rows = []
+    for pair in pairs:
+        for row in unit_rows(pair, formulation, template):
+            fmt = row["judge_format"]
+            pairwise = get_format(fmt).pairwise
+            label_shown = shown_label(row["label"], row["order"]) if pairwise else None
+            rows.append({
+                "data_source": f"{data_source}/{fmt}",
+                "prompt": row["prompt"],
+                "ability": ABILITY,
+                "reward_model": {"style": "rule", "ground_truth": label_shown if pairwise else row["label"]},
+                "extra_info": {"pair_id": row["pair_id"], "order": row["order"], "label": row["label"],
+                               "label_shown": label_shown, "format": fmt, "index": len(rows)},
+            })
+    return rows
+
+
+def verl_schema():
+    """The parquet schema of the rows: explicit, so a column that is null in every row (``label_shown``
+    for pos) keeps its string type and files of every format read alike."""
+    import pyarrow as pa
+
+    text = pa.string()
+    return pa.schema([
+        ("data_source", text),
+        ("prompt", pa.list_(pa.struct([("role", text), ("content", text)]))),
+        ("ability", text),
+        ("reward_model", pa.struct([("style", text), ("ground_truth", text)])),
+        ("extra_info", pa.struct([("pair_id", text), ("order", text), ("label", text), ("label_shown", text),
+                                  ("format", text), ("index", pa.int64())])),
+    ])
+
+
+def write_parquet_atomic(rows: list[dict], path: Path) -> None:
+    """Write ``rows`` as parquet through a temp file and a rename, so a killed export leaves no partial file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(pa.Table.from_pylist(rows, schema=verl_schema()), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_export_verl(cfg: ExportVerlConfig) -> dict:
+    """Export every ``cfg.pairs`` file to ``cfg.out/<stem>.parquet``; returns run.json's content."""
+    from j1.train.data import load_pairs
+
+    started = time.time()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for src in cfg.pairs:
+        pairs = load_pairs(src, pair_seed=cfg.pair_seed)[: cfg.max_pairs]
+        rows = verl_rows(pairs, cfg.format, template=cfg.template, data_source=cfg.data_source)
+        target = out / f"{Path(src).stem}.parquet"
+        write_parquet_atomic(rows, target)
+        files[str(target)] = {"source": src, "pairs": len(pairs), "rows": len(rows)}
+        log.info("%d pairs -> %d rows -> %s", len(pairs), len(rows), target)
+    return write_run_json(out / "run.json", command="j1 export verl", config=cfg, started=started, files=files)
+
+
+def main(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if not argv or argv[0] in {"-h", "--help"}:
+        sys.stdout.write(usage())
+        return 0
+    if argv[0] not in SUBCOMMANDS:
+        raise ValueError(f"unknown export target {argv[0]!r}; choose one of {sorted(SUBCOMMANDS)}")
+    cfg = parse(ExportVerlConfig, argv[1:], prog=f"j1 export {argv[0]}")
+    setup_logging()
+    run_export_verl(cfg)
+    return 0

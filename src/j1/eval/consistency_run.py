@@ -1,0 +1,274 @@
+"""``j1 consistency``: judge every pair of K responses to each prompt, in both orders, and measure
+how consistent the verdicts are without any label (IPI, TOV, intransitive triples: j1.eval.consistency).
+
+It runs like ``j1 eval``: all prompts stream to the backend, each finished prompt is appended to
+DIR/judgments.jsonl at once, and ``--resume`` asks only the prompts without a line. A response set
+is an Item whose pairs are every (r_i, r_j), i < j; their labels are unused (``"tie"`` fills the
+slot), so a pairwise format gets both orders of every pair and the pointwise format one score per
+response. Responses come from the data file, or from ``--sampler-model`` (sampled once, kept in
+DIR/responses.jsonl so a resumed run judges the same ones).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from j1.backends import Backend, SamplingParams, build_backend, make_backend
+from j1.eval import consistency as C
+from j1.eval.items import Item, item_prompts, pair_slot
+from j1.eval.metrics import scaling_ks
+from j1.eval.runner import check_resume, judge_stream, plan
+from j1.eval.scoring import ItemRecord, read_judgments
+from j1.formats import JudgeFormat, get_format
+from j1.judge import majority, mean_scores, to_sample
+from j1.runinfo import write_run_json
+from j1.schema import JsonlAppender, RowError, read_json_rows, require, write_json_atomic, write_jsonl_atomic
+
+log = logging.getLogger(__name__)
+
+ASSETS_DATA = Path(__file__).resolve().parents[1] / "assets" / "data"
+SHIPPED_SETS = ASSETS_DATA / "consistency_gsm8k.jsonl"
+# Settings that must match for --resume, beyond those j1 eval checks.
+EXTRA_RESUME_KEYS = ("responses", "sampler_model")
+
+
+@dataclass(frozen=True)
+class ResponseSet:
+    id: str
+    prompt: str
+    responses: list[str]
+
+
+def _responses(row: dict, where: str) -> list[str]:
+    """``responses`` (a list), or RewardBench 2's ``chosen`` + ``rejected`` lists in that order."""
+    if "responses" in row:
+        values = require(row, "responses", list, where)
+        key = "responses"
+    elif "chosen" in row and "rejected" in row:
+        values = require(row, "chosen", list, where) + require(row, "rejected", list, where)
+        key = "chosen/rejected"
+    else:
+        raise RowError(f"{where}: missing field 'responses' (a list of strings; or 'chosen' and 'rejected' lists)")
+    if not all(isinstance(v, str) for v in values):
+        raise RowError(f"{where}: field {key!r} must hold strings only")
+    return values
+
+
+def load_response_sets(path: str | Path, k: int | None, limit: int | None = None) -> list[ResponseSet]:
+    """The first ``limit`` rows of ``path``, each cut to its first ``k`` responses (``k`` None: the
+    prompts only, for ``--sampler-model``).
+
+    Raises:
+        RowError: a malformed row, or one with fewer than ``k`` responses (``file:line: field …``).
+    """
+    sets: list[ResponseSet] = []
+    seen: set[str] = set()
+    for lineno, row in read_json_rows(path):
+        if limit is not None and len(sets) >= limit:
+            break
+        where = f"{path}:{lineno}"
+        prompt = require(row, "prompt", str, where)
+        rid = str(row.get("id", lineno))
+        if rid in seen:
+            raise RowError(f"{where}: field 'id' {rid!r} repeats an earlier row; ids must be unique")
+        seen.add(rid)
+        if k is None:
+            sets.append(ResponseSet(rid, prompt, []))
+            continue
+        responses = _responses(row, where)
+        if len(responses) < k:
+            raise RowError(f"{where}: field 'responses' has {len(responses)} responses; --responses {k} needs "
+                           f"at least {k} per prompt (lower --responses or drop the row)")
+        sets.append(ResponseSet(rid, prompt, responses[:k]))
+    if not sets:
+        raise RowError(f"{path}: no rows")
+    return sets
+
+
+def to_item(rs: ResponseSet) -> Item:
+    """A response set as an eval Item: responses r0..r{K-1}, every pair i < j (labels unused)."""
+    names = [f"r{i}" for i in range(len(rs.responses))]
+    return Item(id=rs.id, category="consistency", prompt=rs.prompt, responses=dict(zip(names, rs.responses, strict=True)),
+                pairs=[(a, b, "tie") for a, b in itertools.combinations(names, 2)])
+
+
+def sample_response_sets(backend: Backend, prompts: list[ResponseSet], k: int, params: SamplingParams) -> list[ResponseSet]:
+    """K sampled answers to each prompt (one request with n = K per prompt)."""
+    messages = [[{"role": "user", "content": p.prompt}] for p in prompts]
+    outs = backend.generate(messages, params)
+    return [ResponseSet(p.id, p.prompt, [c.text for c in comps[:k]]) for p, comps in zip(prompts, outs, strict=True)]
+
+
+def verdict_matrix(fmt: JudgeFormat, rec: ItemRecord, k_samples: int) -> list[list[int | None]]:
+    """y[i][j] (response i shown first) from the first ``k_samples`` samples of each judged prompt:
+    the majority of the shown-position verdicts (pairwise), or the sign of the mean-score difference
+    (pointwise)."""
+    names = sorted({n for p in rec.pairs for n in p[:2]}, key=lambda n: int(n[1:]))
+    index = {n: i for i, n in enumerate(names)}
+    if not fmt.pairwise:
+        means = [mean_scores(to_sample(fmt, t, "A") for t in rec.slots[n].texts[:k_samples]) for n in names]
+        return C.score_verdicts([None if m is None else m["A"] for m in means])
+    y: list[list[int | None]] = [[0] * len(names) for _ in names]
+    for p, (first, second, _) in enumerate(rec.pairs):
+        for order, (a, b) in (("AB", (first, second)), ("BA", (second, first))):
+            texts = rec.slots[pair_slot(rec.pairs, p, order)].texts[:k_samples]
+            # Shown positions: parse, not orient, since y is indexed by what was shown first.
+            y[index[a]][index[b]] = C.verdict_code(majority(fmt.parse(t).verdict for t in texts).value)
+    return y
+
+
+def _pooled_rates(ys: list[list[list[int | None]]]) -> dict:
+    """Flip (both orders valid, not mirror images) and first-shown (valid strict verdicts that pick
+    the first shown response) rates, pooled over every pair and verdict."""
+    flips = pairs = first = strict = 0
+    for y in ys:
+        for i, j in itertools.combinations(range(len(y)), 2):
+            a, b = y[i][j], y[j][i]
+            if a is not None and b is not None:
+                pairs += 1
+                flips += a != -b
+        for i, j in itertools.permutations(range(len(y)), 2):
+            if y[i][j] in (1, -1):
+                strict += 1
+                first += y[i][j] == 1
+    return {"flip_rate": flips / pairs if pairs else None, "first_shown_rate": first / strict if strict else None}
+
+
+def consistency_block(ys: list[list[list[int | None]]], *, seed: int, n_boot: int) -> dict:
+    block = C.summarize([C.prompt_consistency(y) for y in ys], seed=seed, n_boot=n_boot)
+    return block | _pooled_rates(ys)
+
+
+def compute_consistency_metrics(fmt: JudgeFormat, records: dict[str, ItemRecord], *, model: str, samples: int,
+                                seed: int = 0, n_boot: int = 1000) -> dict:
+    """The metrics.json of a consistency run (complete prompts only)."""
+    done = sorted((r for r in records.values() if r.complete(fmt.pairwise)), key=lambda r: r.id)
+    if not done:
+        raise ValueError("no fully judged prompts to score")
+    ys = [verdict_matrix(fmt, r, samples) for r in done]
+    per_prompt = []
+    for r, y in zip(done, ys, strict=True):
+        p = C.prompt_consistency(y)
+        per_prompt.append({"id": r.id, "k": p.k, "ipi": p.ipi, "tov": p.tov, "tov_rate": p.tov_rate,
+                           "intransitive": p.intransitive, "determined_triples": p.determined_triples,
+                           "invalid_rate": p.invalid_rate, "verdicts": y})
+    ks = sorted({len(y) for y in ys})
+    return {
+        "benchmark": "consistency",
+        "format": fmt.name,
+        "model": model,
+        "n": len(done),
+        "responses": ks[0] if len(ks) == 1 else ks,
+        "overall": consistency_block(ys, seed=seed, n_boot=n_boot),
+        "scaling": {str(k): consistency_block([verdict_matrix(fmt, r, k) for r in done], seed=seed, n_boot=n_boot)
+                    for k in scaling_ks(samples)},
+        "per_prompt": per_prompt,
+        "samples": samples,
+        "errors": sum(s.error is not None for r in done for s in r.slots.values()),
+        "incomplete": len(records) - len(done),
+        "method": {"tov": f"exact: enumeration of weak orders for K <= {C.ENUMERATE_MAX_K}, subset DP beyond",
+                   "invalid": "an invalid verdict makes its pair unstable (IPI) and adds 1 to TOV"},
+    }
+
+
+def score_consistency(out_dir: Path, *, n_boot: int = 1000) -> dict:
+    """(Re)compute DIR/metrics.json and DIR/report.md of a consistency run from its judgments."""
+    from j1.eval.report_extra import write_consistency_report
+
+    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    cfg = run["config"]
+    metrics = compute_consistency_metrics(
+        get_format(cfg["format"], cfg.get("template", "full")), read_judgments(out_dir / "judgments.jsonl"),
+        model=run.get("model") or cfg.get("model") or "default", samples=cfg["samples"], seed=cfg["seed"],
+        n_boot=n_boot)
+    write_json_atomic(out_dir / "metrics.json", metrics)
+    write_consistency_report(out_dir, metrics, run)
+    return metrics
+
+
+def _check_extra_resume(out_dir: Path, cfg) -> None:
+    path = out_dir / "run.json"
+    if not (cfg.resume and path.exists()):
+        return
+    old = json.loads(path.read_text(encoding="utf-8")).get("config", {})
+    diff = [k for k in EXTRA_RESUME_KEYS if k in old and old[k] != getattr(cfg, k)]
+    if diff:
+        detail = ", ".join(f"--{k} was {old[k]!r}, now {getattr(cfg, k)!r}" for k in diff)
+        raise ValueError(f"--resume {out_dir}: the run was made with other settings ({detail}); "
+                         "use the same settings or another --out")
+
+
+def _response_sets(cfg, out_dir: Path, open_sampler: Callable[[], Backend] | None) -> list[ResponseSet]:
+    """The data's response sets, or sampled ones (reused from DIR/responses.jsonl when present)."""
+    data = cfg.data or str(SHIPPED_SETS)  # set by the config; the default for callers passing None
+    if not cfg.sampler_model:
+        return load_response_sets(data, cfg.responses, cfg.limit)
+    saved = out_dir / "responses.jsonl"
+    if saved.exists():
+        return load_response_sets(saved, cfg.responses)
+    prompts = load_response_sets(data, None, cfg.limit)
+    sampler = open_sampler() if open_sampler is not None else make_backend(cfg.sampler_model, cfg.base_url)
+    try:
+        params = SamplingParams(n=cfg.responses, temperature=cfg.sampler_temperature, top_p=1.0,
+                                max_new_tokens=cfg.sampler_max_new_tokens, seed=cfg.seed)
+        sets = sample_response_sets(sampler, prompts, cfg.responses, params)
+    finally:
+        sampler.close()
+    write_jsonl_atomic(saved, ({"id": s.id, "prompt": s.prompt, "responses": s.responses} for s in sets))
+    return sets
+
+
+def run_consistency(cfg, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None,
+                    open_sampler: Callable[[], Backend] | None = None) -> dict:
+    """Run ``j1 consistency`` for a ConsistencyConfig; returns the metrics (see ``run_eval`` for the
+    backend arguments; ``open_sampler`` builds the ``--sampler-model`` backend)."""
+    started = time.time()
+    out_dir = Path(cfg.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    check_resume(out_dir, cfg)
+    _check_extra_resume(out_dir, cfg)
+    for stale in ("metrics.json", "report.md"):
+        (out_dir / stale).unlink(missing_ok=True)
+    fmt = get_format(cfg.format, cfg.template)
+    items = [to_item(s) for s in _response_sets(cfg, out_dir, open_sampler)]
+    judgments = out_dir / "judgments.jsonl"
+    done = set()
+    if judgments.exists():
+        done = {(r.id, s) for r in read_judgments(judgments).values() for s, line in r.slots.items()
+                if line.error is None}
+    work = plan(items, fmt, done, cfg.assistant_prefill)
+    total = sum(len(item_prompts(fmt, it)) for it in items)
+    log.info("consistency: %d prompts x %d responses, %d judge prompts x %d samples; %d already judged, %d to go",
+             len(items), cfg.responses, total, cfg.samples, total - len(work), len(work))
+    own = backend is None and bool(work)
+    if own:
+        backend = open_backend() if open_backend is not None else build_backend(cfg)
+    model = backend.model_name if backend is not None else cfg.model or "default"
+    if backend is None and (out_dir / "run.json").exists():
+        model = json.loads((out_dir / "run.json").read_text(encoding="utf-8")).get("model") or model
+    info = dict(model=model, items=len(items), prompts=total, status="running")
+    write_run_json(out_dir / "run.json", command="consistency", config=cfg, started=started, **info)
+    t0 = time.time()
+    try:
+        with JsonlAppender(judgments) as out:
+            errors = judge_stream(backend, work, cfg.sampling_params(), out,
+                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
+    finally:
+        if own:
+            backend.close()
+    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
+                generation_seconds=round(time.time() - t0, 3),
+                usage=vars(backend.usage) if backend is not None else None)
+    write_run_json(out_dir / "run.json", command="consistency", config=cfg, started=started, **info)
+    metrics = score_consistency(out_dir, n_boot=cfg.n_boot)
+    o = metrics["overall"]
+    log.info("consistency %s: IPI %.3f, TOV %.2f (rate %.3f), intransitive %s, invalid %.3f (n=%d) -> %s", fmt.name,
+             o["ipi"], o["tov"], o["tov_rate"], "–" if o["intransitive_rate"] is None else f"{o['intransitive_rate']:.3f}",
+             o["invalid_rate"], metrics["n"], out_dir)
+    return metrics

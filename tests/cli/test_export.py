@@ -1,0 +1,108 @@
+"""``j1 export verl``: the parquet schema verl's RL dataset reads, both orders of every pair adjacent, the
+prompts ``j1 train`` renders, and bad input as one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from j1.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+PAIRS = REPO / "src/j1/assets/data/heldout_mismatch.jsonl"  # chosen/rejected pairs that ship with j1
+
+# verl's RL dataset columns (verl 0.6.1 RLHFDataset and its reward managers read these).
+SCHEMA = {
+    "data_source": pa.string(),
+    "prompt": pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])),
+    "ability": pa.string(),
+    "reward_model": pa.struct([("style", pa.string()), ("ground_truth", pa.string())]),
+    "extra_info": pa.struct([("pair_id", pa.string()), ("order", pa.string()), ("label", pa.string()),
+                             ("label_shown", pa.string()), ("format", pa.string()), ("index", pa.int64())]),
+}
+
+
+def _export(tmp_path, *flags, pairs=PAIRS):
+    out = tmp_path / "verl"
+    rc = main(["export", "verl", "--pairs", str(pairs), "--out", str(out), *flags])
+    return rc, out
+
+
+@pytest.mark.parametrize("fmt, orders", [("pav", ("AB", "BA")), ("pavs", ("AB", "BA")), ("pos", ("A", "B"))])
+def test_parquet_schema_and_rows(tmp_path, fmt, orders):
+    rc, out = _export(tmp_path, "--format", fmt, "--max_pairs", "5")
+    assert rc == 0
+    table = pq.read_table(out / "heldout_mismatch.parquet")
+    assert {name: table.schema.field(name).type for name in table.column_names} == SCHEMA
+    rows = table.to_pylist()
+    assert len(rows) == 10
+    for k in range(0, 10, 2):  # a pair's two rows are adjacent, in its two orders (slots)
+        a, b = rows[k]["extra_info"], rows[k + 1]["extra_info"]
+        assert a["pair_id"] == b["pair_id"] and (a["order"], b["order"]) == orders and a["label"] == b["label"]
+    for i, row in enumerate(rows):
+        info = row["extra_info"]
+        assert row["data_source"] == f"j1/{fmt}" and row["ability"] == "judge" and info["format"] == fmt
+        assert info["index"] == i and row["reward_model"]["style"] == "rule"
+        assert [m["role"] for m in row["prompt"]][-1] == "user"  # verl adds the generation prompt
+        if fmt == "pos":
+            assert info["label_shown"] is None and row["reward_model"]["ground_truth"] == info["label"]
+        else:  # label A shown second in BA is "B" as shown
+            shown = info["label"] if info["order"] == "AB" else {"A": "B", "B": "A"}[info["label"]]
+            assert info["label_shown"] == shown == row["reward_model"]["ground_truth"]
+    run = json.loads((out / "run.json").read_text())
+    assert run["command"] == "j1 export verl" and list(run["files"].values())[0]["rows"] == 10
+
+
+def test_prompts_are_what_j1_train_renders(tmp_path):
+    from j1.train.data import build_rows, load_pairs
+
+    rc, out = _export(tmp_path, "--format", "multitask", "--template", "compact", "--max_pairs", "3")
+    assert rc == 0
+    rows = pq.read_table(out / "heldout_mismatch.parquet").to_pylist()
+    train_rows, _ = build_rows(load_pairs(PAIRS)[:3], "multitask", template="compact")
+    assert [r["prompt"] for r in rows] == [r["prompt"] for r in train_rows]
+    assert [(r["extra_info"]["format"], r["extra_info"]["order"]) for r in rows[:4]] == [
+        ("pas", "AB"), ("pas", "BA"), ("pos", "A"), ("pos", "B")]
+
+
+def test_synth_mix_rows_keep_their_placement(tmp_path):
+    # A `j1 synth mix` file: the pair's placement (label) is the file's, not re-drawn.
+    src = tmp_path / "train.jsonl"
+    common = {"pair_id": "x1", "prompt": "2+2?", "response_a": "5", "response_b": "4", "label": "B", "kind": "t",
+              "source": "t", "schema_version": 1}
+    src.write_text(json.dumps({**common, "order": "AB", "label_shown": "B"}) + "\n"
+                   + json.dumps({**common, "order": "BA", "label_shown": "A"}) + "\n", encoding="utf-8")
+    rc, out = _export(tmp_path, "--format", "pav", pairs=src)
+    assert rc == 0
+    infos = [r["extra_info"] for r in pq.read_table(out / "train.parquet").to_pylist()]
+    assert [(i["order"], i["label"], i["label_shown"]) for i in infos] == [("AB", "B", "B"), ("BA", "B", "A")]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--format", "pairwise"], "--format 'pairwise': choose one of"),
+    (["--format", "pav", "--max_pairs", "0"], "--max_pairs 0: must be >= 1"),
+])
+def test_bad_flags_are_one_line(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as exc:
+        _export(tmp_path, *flags)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_row_names_file_and_line(tmp_path, capsys):
+    src = tmp_path / "pairs.jsonl"
+    good = {"id": "a", "prompt": "p", "chosen": "c", "rejected": "r", "kind": "t", "source": "t", "meta": {}}
+    src.write_text(json.dumps(good) + "\n{not json\n")
+    rc, out = _export(tmp_path, pairs=src)
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{src}:2" in err and "Traceback" not in err
+    assert not list(out.glob("*.parquet"))
+
+
+def test_unknown_target(capsys):
+    assert main(["export", "openrlhf"]) == 2
+    assert "unknown export target 'openrlhf'" in capsys.readouterr().err

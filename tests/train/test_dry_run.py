@@ -1,0 +1,129 @@
+"""``j1 train --dry_run``: every shipped GPU recipe checked on the CPU at its declared world size, with no
+generation and nothing downloaded (HF_HUB_OFFLINE); the memory arithmetic and the parameter counts by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from j1.cli.main import main
+from j1.train.dry_run import GIB, KNOWN_MODELS, ModelShape, count_parameters, memory_estimate
+
+REPO = Path(__file__).resolve().parents[2]
+GPU_RECIPES = sorted((REPO / "configs/train").glob("*gpu*.yaml"))
+# The recipes read runs/j1-paper/data/train.jsonl, which only the synth chain writes; the dry runs read
+# the 460 GSM8K mismatch pairs that ship with j1 (enough for one 256-pair generation batch).
+DATA = str(REPO / "src/j1/assets/data/gsm8k_mismatch.jsonl")
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a hub id that were fetched would fail the test
+
+
+def _dry_run(capsys, *argv):
+    try:
+        rc = main(["train", *argv, "--dry_run"])
+    except SystemExit as exc:  # a bad flag value stops the parse: exit 2, one line
+        rc = exc.code
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_every_gpu_recipe_is_covered():
+    # 8B on 8 (colocate) and on 4+4 (server); 32B on 16+8 (server) and on 32 (colocate); 70B on 64.
+    assert [p.name for p in GPU_RECIPES] == [
+        "pav_llama31_8b_gpu.yaml", "pav_llama31_8b_server_gpu.yaml", "pav_llama33_70b_gpu.yaml",
+        "pav_qwen3_32b_colocate_gpu.yaml", "pav_qwen3_32b_gpu.yaml"]
+
+
+@pytest.mark.parametrize("recipe", GPU_RECIPES, ids=lambda p: p.stem)
+def test_gpu_recipe_dry_run(capsys, recipe):
+    declared = yaml.safe_load(recipe.read_text())
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA)
+    assert rc == 0, err
+    lines = {label: next(ln for ln in out.splitlines() if ln.strip().startswith(label))
+             for label in ("model", "world size", "per process", "memory")}
+    assert out.splitlines()[0].endswith(": OK")
+    assert f"{declared['world_size']} training processes" in lines["world size"]
+    assert f"ZeRO-{declared['zero_stage']}" in lines["world size"] and f"vLLM {declared['vllm_mode']}" in lines["world size"]
+    assert "pair geometry OK" in lines["per process"]
+    # The paper's batch: 512 prompts = 256 pairs x 2 orders, 5 rollouts each, per optimizer step.
+    assert "256 pairs, 512 prompts, 2560 rollouts" in out
+    assert "j1's table of known models" in lines["model"]  # the count came from the table, not the Hub
+    total = float(lines["memory"].split("(est.)")[1].split("GiB")[0])
+    assert 10 < total < 80, lines["memory"]  # fits the paper's 80 GB GPUs
+
+
+def test_cpu_recipe_reads_the_embedded_config(capsys):
+    rc, out, err = _dry_run(capsys, "--config", str(REPO / "configs/train/j1_135m_cpu.yaml"), "--train_file", DATA)
+    assert rc == 0, err
+    assert "the embedded model's config" in out and "1 training processes (unset: 1)" in out
+    assert "with the recipe's tokenizer" in out and "activations (checkpointed)" in out  # listed as not estimated
+
+
+@pytest.mark.parametrize("flags, message", [
+    # 5 rows x 1 step = 1 prompt per process: a pair would straddle two processes.
+    (["--per_device_train_batch_size", "5", "--gradient_accumulation_steps", "1"], "must come in whole pairs"),
+    (["--max_pairs", "100"], "100 pair units after filtering, but one generation batch at world_size 8 needs 256"),
+    (["--vllm_tensor_parallel_size", "3"], "vllm_tensor_parallel_size 3 does not divide world_size 8"),
+    (["--vllm_gpu_memory_utilization", "0.1"], "vLLM's weights take 15.0 GiB per GPU"),
+    (["--world_size", "0"], "--world_size 0: must be >= 1"),
+])
+def test_dry_run_catches_a_broken_recipe(capsys, flags, message):
+    recipe = REPO / "configs/train/pav_llama31_8b_gpu.yaml"
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA, *flags)
+    assert rc == 2 and message in err and "Traceback" not in err and not out
+
+
+def test_launch_on_another_world_size_stops(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("WORLD_SIZE", "1")  # what accelerate launch / torchrun set (1: no process group here)
+    rc = main(["train", "--config", str(REPO / "configs/train/j1_135m_cpu.yaml"), "--train_file", DATA,
+               "--world_size", "4", "--output_dir", str(tmp_path / "run")])
+    assert rc == 2
+    assert "written for world_size 4 but runs on 1 processes" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name, published", [
+    # The parameter counts published for these models (their model cards / safetensors index).
+    ("meta-llama/Llama-3.1-8B-Instruct", 8_030_261_248),
+    ("meta-llama/Llama-3.3-70B-Instruct", 70_553_706_496),
+])
+def test_known_model_counts(name, published):
+    from transformers import AutoConfig
+
+    spec = dict(KNOWN_MODELS[name])
+    assert count_parameters(AutoConfig.for_model(spec.pop("model_type"), **spec)) == published
+
+
+SHAPE = ModelShape("m", 4 * GIB, 1000, 100, 10, "test")  # 4 Gi parameters
+
+
+@pytest.mark.parametrize("stage, expected", [
+    # 4 Gi parameters on 4 GPUs: weights 2 B/param = 8 GiB, gradients 8 GiB, optimizer 12 B/param = 48 GiB;
+    # ZeRO-1 shards the optimizer (/4 = 12), ZeRO-2 also the gradients (2), ZeRO-3 also the weights (2)
+    # and the reference model (beta > 0: 8 GiB, or 2 when sharded).
+    (0, (8, 8, 48, 8)),
+    (1, (8, 8, 12, 8)),
+    (2, (8, 2, 12, 8)),
+    (3, (2, 2, 12, 2)),
+])
+def test_memory_by_zero_stage(stage, expected):
+    est = memory_estimate(SHAPE, world_size=4, zero_stage=stage, beta=0.01, use_peft=False, vllm_mode=None,
+                          vllm_tp=1, vllm_share=0.0, rows=1, sequence=1, completion=1, checkpointing=False)
+    assert (est["weights"], est["gradients"], est["optimizer"], est["reference model"]) == expected
+    assert est["activations (checkpointed)"] is None
+
+
+def test_memory_activations_logits_vllm_and_lora():
+    est = memory_estimate(SHAPE, world_size=4, zero_stage=3, beta=0.0, use_peft=True, vllm_mode="colocate",
+                          vllm_tp=2, vllm_share=0.5, rows=8, sequence=GIB // 1000, completion=GIB // 1000,
+                          checkpointing=True)
+    # 10 layers x 8 rows x seq x 100 hidden x 2 B = 16000 x seq B; seq = GiB/1000 -> 16 GiB.
+    # logits 8 rows x seq x 1000 vocab x 2 B = 16000 x seq -> 16 GiB. LoRA: no full gradients/optimizer.
+    assert est["activations (checkpointed)"] == pytest.approx(16, rel=1e-3)
+    assert est["logits of a micro-batch"] == pytest.approx(16, rel=1e-3)
+    assert (est["gradients"], est["optimizer"], est["reference model"], est["vLLM (colocated)"]) == (0, 0, 0, 40)
