@@ -22,17 +22,16 @@ from j1.attack.attacks import (
     attack_prompts,
     mean_or_none,
 )
-from j1.backends import Backend, build_backend
+from j1.backends import Backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.metrics import PairOutcome
-from j1.eval.runner import Work, check_resume, judge_stream
+from j1.eval.runner import Work, check_resume, judge_run, judged_slots
 from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
 from j1.judge import mean_scores, to_sample
 from j1.judges import ASSETS
-from j1.runinfo import write_run_json
-from j1.schema import JsonlAppender, write_json_atomic
+from j1.schema import write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -131,37 +130,13 @@ def run_attack(cfg, backend: Backend | None = None, *, open_backend: Callable[[]
     fmt = get_format(cfg.format, cfg.template)
     rows = load_rows(cfg.data, cfg.limit)
     pairs = [p for row in rows for p in attack_pairs(row, fmt)]
-    judgments = out_dir / "judgments.jsonl"
-    done = set()
-    if judgments.exists():
-        done = {(r.id, s) for r in read_judgments(judgments).values()
-                for s, line in r.slots.items() if line.error is None}
-    work = plan(pairs, fmt, done, cfg.assistant_prefill)
+    work = plan(pairs, fmt, judged_slots(out_dir), cfg.assistant_prefill)
     total = 2 * len(pairs)
     log.info("%d rows x %d attacks (+ control): %d pairs, %d prompts x %d samples; %d already judged, %d to go",
              len(rows), len(ATTACKS), len(pairs), total, cfg.samples, total - len(work), len(work))
-    own_backend = backend is None and bool(work)
-    if own_backend:
-        backend = open_backend() if open_backend is not None else build_backend(cfg)
-    if backend is not None:
-        model = backend.model_name
-    else:  # a finished run resumed: keep the recorded name
-        old = out_dir / "run.json"
-        model = (json.loads(old.read_text(encoding="utf-8")).get("model") if old.exists() else None) or cfg.model
-    info = dict(model=model, rows=len(rows), pairs=len(pairs), prompts=total, status="running")
-    write_run_json(out_dir / "run.json", command="attack", config=cfg, started=started, **info)
-    t0 = time.time()
-    try:
-        with JsonlAppender(judgments) as out:
-            errors = judge_stream(backend, work, cfg.sampling_params(), out,
-                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
-    finally:
-        if own_backend:
-            backend.close()
-    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
-                generation_seconds=round(time.time() - t0, 3),
-                usage=vars(backend.usage) if backend is not None else None)
-    write_run_json(out_dir / "run.json", command="attack", config=cfg, started=started, **info)
+    model = judge_run(cfg, out_dir, work, total, command="attack", started=started,
+                      counts=dict(rows=len(rows), pairs=len(pairs)), backend=backend,
+                      open_backend=open_backend)["model"]
     report = score_attack(out_dir, n_boot=cfg.n_boot)
     o = report["overall"]
     log.info("%s: attacks preferred in %.1f%% of verdicts, in both orders for %.1f%% of pairs, invalid %.1f%% "

@@ -19,16 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from j1.backends import Backend, SamplingParams, build_backend, make_backend
+from j1.backends import Backend, SamplingParams, make_backend
 from j1.eval import consistency as C
 from j1.eval.items import Item, item_prompts, pair_slot
 from j1.eval.metrics import scaling_ks
-from j1.eval.runner import check_resume, judge_stream, plan
+from j1.eval.runner import check_resume, judge_run, judged_slots, plan
 from j1.eval.scoring import ItemRecord, read_judgments
 from j1.formats import JudgeFormat, get_format
 from j1.judge import majority, mean_scores, to_sample
-from j1.runinfo import write_run_json
-from j1.schema import JsonlAppender, RowError, read_json_rows, require, write_json_atomic, write_jsonl_atomic
+from j1.schema import RowError, read_json_rows, require, write_json_atomic, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
 
@@ -237,35 +236,12 @@ def run_consistency(cfg, backend: Backend | None = None, *, open_backend: Callab
         (out_dir / stale).unlink(missing_ok=True)
     fmt = get_format(cfg.format, cfg.template)
     items = [to_item(s) for s in _response_sets(cfg, out_dir, open_sampler)]
-    judgments = out_dir / "judgments.jsonl"
-    done = set()
-    if judgments.exists():
-        done = {(r.id, s) for r in read_judgments(judgments).values() for s, line in r.slots.items()
-                if line.error is None}
-    work = plan(items, fmt, done, cfg.assistant_prefill)
+    work = plan(items, fmt, judged_slots(out_dir), cfg.assistant_prefill)
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("consistency: %d prompts x %d responses, %d judge prompts x %d samples; %d already judged, %d to go",
              len(items), cfg.responses, total, cfg.samples, total - len(work), len(work))
-    own = backend is None and bool(work)
-    if own:
-        backend = open_backend() if open_backend is not None else build_backend(cfg)
-    model = backend.model_name if backend is not None else cfg.model or "default"
-    if backend is None and (out_dir / "run.json").exists():
-        model = json.loads((out_dir / "run.json").read_text(encoding="utf-8")).get("model") or model
-    info = dict(model=model, items=len(items), prompts=total, status="running")
-    write_run_json(out_dir / "run.json", command="consistency", config=cfg, started=started, **info)
-    t0 = time.time()
-    try:
-        with JsonlAppender(judgments) as out:
-            errors = judge_stream(backend, work, cfg.sampling_params(), out,
-                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
-    finally:
-        if own:
-            backend.close()
-    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
-                generation_seconds=round(time.time() - t0, 3),
-                usage=vars(backend.usage) if backend is not None else None)
-    write_run_json(out_dir / "run.json", command="consistency", config=cfg, started=started, **info)
+    judge_run(cfg, out_dir, work, total, command="consistency", started=started, counts=dict(items=len(items)),
+              backend=backend, open_backend=open_backend)
     metrics = score_consistency(out_dir, n_boot=cfg.n_boot)
     o = metrics["overall"]
     log.info("consistency %s: IPI %.3f, TOV %.2f (rate %.3f), intransitive %s, invalid %.3f (n=%d) -> %s", fmt.name,

@@ -161,6 +161,41 @@ def _recorded_model(out_dir: Path) -> str | None:
     return json.loads(path.read_text(encoding="utf-8")).get("model") if path.exists() else None
 
 
+def judged_slots(out_dir: Path) -> set[tuple[str, str]]:
+    """The (item id, slot) pairs already judged without error in ``out_dir/judgments.jsonl`` (resume)."""
+    judgments = out_dir / "judgments.jsonl"
+    if not judgments.exists():
+        return set()
+    return {(r.id, s) for r in read_judgments(judgments).values() for s, line in r.slots.items() if line.error is None}
+
+
+def judge_run(cfg, out_dir: Path, work: list[Work], total: int, *, command: str, started: float, counts: dict,
+              backend: Backend | None = None, open_backend: Callable[[], Backend] | None = None) -> dict:
+    """Judge ``work`` into ``out_dir/judgments.jsonl`` with run.json kept current: the one judging step of
+    ``j1 eval``, ``j1 attack`` and ``j1 consistency``. The backend is opened only when work is left (a
+    finished run resumed loads no model) and closed if opened here. Returns run.json's info."""
+    own_backend = backend is None and bool(work)
+    if own_backend:
+        backend = open_backend() if open_backend is not None else build_backend(cfg)
+    # Nothing left to judge: no model is loaded; keep the recorded name.
+    model = backend.model_name if backend is not None else _recorded_model(out_dir) or cfg.model or "default"
+    info = dict(model=model, **counts, prompts=total, status="running")
+    write_run_json(out_dir / "run.json", command=command, config=cfg, started=started, **info)
+    t0 = time.time()
+    try:
+        with JsonlAppender(out_dir / "judgments.jsonl") as out:
+            errors = judge_stream(backend, work, cfg.sampling_params(), out,
+                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
+    finally:
+        if own_backend:
+            backend.close()
+    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
+                generation_seconds=round(time.time() - t0, 3),
+                usage=vars(backend.usage) if backend is not None else None)
+    write_run_json(out_dir / "run.json", command=command, config=cfg, started=started, **info)
+    return info
+
+
 def run_eval(cfg, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 eval`` for an EvalConfig; returns the metrics.
 
@@ -182,35 +217,13 @@ def run_eval(cfg, backend: Backend | None = None, *, open_backend: Callable[[], 
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
-    judgments = out_dir / "judgments.jsonl"
-    done = set()
-    if judgments.exists():
-        done = {(r.id, s) for r in read_judgments(judgments).values()
-                for s, line in r.slots.items() if line.error is None}
     prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
-    work = plan(items, fmt, done, cfg.assistant_prefill, prompts)
+    work = plan(items, fmt, judged_slots(out_dir), cfg.assistant_prefill, prompts)
     total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
     log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
              bench.name, len(items), total, cfg.samples, total - len(work), len(work))
-    own_backend = backend is None and bool(work)
-    if own_backend:
-        backend = open_backend() if open_backend is not None else build_backend(cfg)
-    # Nothing left to judge (a finished run resumed): no model is loaded; keep the recorded name.
-    model = backend.model_name if backend is not None else _recorded_model(out_dir) or cfg.model or "default"
-    info = dict(model=model, items=len(items), prompts=total, status="running")
-    write_run_json(out_dir / "run.json", command="eval", config=cfg, started=started, **info)
-    t0 = time.time()
-    try:
-        with JsonlAppender(judgments) as out:
-            errors = judge_stream(backend, work, cfg.sampling_params(), out,
-                                  max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
-    finally:
-        if own_backend:
-            backend.close()
-    gen_seconds = time.time() - t0
-    info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
-                generation_seconds=round(gen_seconds, 3), usage=vars(backend.usage) if backend is not None else None)
-    write_run_json(out_dir / "run.json", command="eval", config=cfg, started=started, **info)
+    judge_run(cfg, out_dir, work, total, command="eval", started=started, counts=dict(items=len(items)),
+              backend=backend, open_backend=open_backend)
     metrics = score_run(out_dir, n_boot=cfg.n_boot)
     log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
              metrics["overall"]["accuracy"], metrics["overall"]["consistent_accuracy"],
