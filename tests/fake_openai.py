@@ -28,6 +28,7 @@ class FakeOpenAIServer:
         model: str = "scripted-judge",
         fail_first: int = 0,
         fail_status: int = 503,
+        fail_when: Callable[[dict], bool] | None = None,
         latency: float = 0.0,
         honour_n: bool = True,
     ):
@@ -35,11 +36,13 @@ class FakeOpenAIServer:
         self.model = model
         self.fail_first = fail_first
         self.fail_status = fail_status
+        self.fail_when = fail_when  # a request body for which this is true gets fail_status too
         self.latency = latency
         self.honour_n = honour_n
         self.requests: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0  # most requests being served at once: shows client concurrency
+        self.connections = 0  # TCP connections opened: shows whether the client keeps them alive
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -62,6 +65,13 @@ class FakeOpenAIServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do (every answer sends Content-Length)
+
+            def setup(self):
+                super().setup()
+                with server._lock:
+                    server.connections += 1
+
             def log_message(self, *args):  # keep test output clean
                 pass
 
@@ -98,7 +108,7 @@ class FakeOpenAIServer:
             def _answer(self, body: dict, count: int) -> None:
                 if server.latency:
                     time.sleep(server.latency)
-                if count <= server.fail_first:
+                if count <= server.fail_first or (server.fail_when is not None and server.fail_when(body)):
                     self._send(server.fail_status, {"error": {"message": "scripted failure"}})
                     return
                 n = int(body.get("n") or 1) if server.honour_n else 1

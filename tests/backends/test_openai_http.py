@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+import threading
+
 import pytest
 from fake_openai import FakeOpenAIServer
 
@@ -77,3 +80,49 @@ def test_a_prefill_asks_the_server_to_continue_it():
         sent = {r["messages"][-1]["role"]: r for r in server.requests}
     assert sent["assistant"]["continue_final_message"] is True and sent["assistant"]["add_generation_prompt"] is False
     assert "continue_final_message" not in sent["user"] and "add_generation_prompt" not in sent["user"]
+
+
+def test_calls_share_one_client_and_its_connections():
+    with FakeOpenAIServer() as server:
+        backend = OpenAIBackend(server.base_url, "m", concurrency=1)
+        for _ in range(3):
+            assert len(backend.generate(MSG[:2], SamplingParams())) == 2
+        assert len(server.requests) == 6 and server.connections == 1  # kept alive across calls
+        backend.close()
+        backend.generate(MSG[:1], SamplingParams())  # a closed backend opens again on use
+        assert server.connections == 2
+
+
+def test_concurrency_is_one_limit_across_threads():
+    # Two threads call at once (as j1 serve's batches do); together they keep at most `limit` in flight.
+    with FakeOpenAIServer(latency=0.2) as server:
+        backend = OpenAIBackend(server.base_url, "m", concurrency=2)
+        out: list = []
+        threads = [threading.Thread(target=lambda: out.append(backend.generate(MSG, SamplingParams())))
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [len(o) for o in out] == [6, 6] and server.max_in_flight == 2
+
+
+def test_a_used_backend_pickles_and_its_copy_works():
+    with FakeOpenAIServer() as server:
+        backend = OpenAIBackend(server.base_url)
+        backend.generate(MSG[:1], SamplingParams())
+        copy = pickle.loads(pickle.dumps(backend))
+        assert copy.model_name == "scripted-judge"
+        assert [c.text for c in copy.generate(MSG[:1], SamplingParams())[0]] == \
+               [c.text for c in backend.generate(MSG[:1], SamplingParams())[0]]
+
+
+def test_leaving_a_stream_early_cancels_the_requests_left():
+    with FakeOpenAIServer(latency=0.3) as server:
+        backend = OpenAIBackend(server.base_url, "m", concurrency=1)
+        stream = backend.stream(MSG, SamplingParams())
+        next(stream)
+        stream.close()
+        # The next call gets the one slot at once: nothing left over from the first stream runs before it.
+        assert len(backend.generate(MSG[:1], SamplingParams())) == 1
+        assert len(server.requests) <= 3

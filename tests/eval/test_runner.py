@@ -248,8 +248,11 @@ def test_torn_last_line_is_dropped_and_rejudged(tmp_path):
 
 
 def test_failed_prompts_are_kept_and_retried_on_resume(tmp_path):
-    # HTTP 400 is not retried: the first 2 requests fail for good.
-    with FakeOpenAIServer(scripted, fail_first=2, fail_status=400) as srv:
+    # HTTP 400 is not retried: both orders of one item fail for good, until the server is fixed.
+    keys = prompt_keys("judgebench", FIX / "judgebench.jsonl", "pav")
+    broken = min(item for item, _ in keys.values())
+    with FakeOpenAIServer(scripted, fail_when=lambda body: keys[body["messages"][-1]["content"]][0] == broken,
+                          fail_status=400) as srv:
         out = tmp_path / "r"
         main(eval_args(srv, out, "--concurrency", "1", "--max-error-rate", "0.5"))
         m = json.loads((out / "metrics.json").read_text())
@@ -257,11 +260,13 @@ def test_failed_prompts_are_kept_and_retried_on_resume(tmp_path):
         errs = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
         errs = [e for e in errs if e["error"]]
         assert len(errs) == 2 and "HTTP 400" in errs[0]["error"] and errs[0]["texts"] == []
+        assert {e["item"] for e in errs} == {broken}
         # failed prompts count as invalid verdicts
         assert m["overall"]["invalid_rate"] >= 2 / 10
-        before = len(srv.requests)  # (not cleared: the server counts requests to fail the first two)
+        srv.fail_when = None
+        srv.requests.clear()
         main(eval_args(srv, out, "--resume"))
-        assert len(srv.requests) - before == 2  # just the failed ones
+        assert sorted(keys[r["messages"][-1]["content"]] for r in srv.requests) == [(broken, "AB"), (broken, "BA")]
         assert json.loads((out / "metrics.json").read_text())["errors"] == 0
 
 

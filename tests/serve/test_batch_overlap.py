@@ -51,5 +51,5 @@ def test_max_running_below_one_is_refused():
 
 def test_an_upstream_judge_overlaps_upstream_batches():
     with FakeOpenAIServer() as upstream, load_judge(base_url=upstream.base_url) as judge:
-        assert create_app(judge).state.batcher.max_running == ServerSettings().upstream_batches == 2
+        assert create_app(judge).state.batcher.max_running == ServerSettings().upstream_batches == 4
         assert create_app(judge, ServerSettings(upstream_batches=3)).state.batcher.max_running == 3

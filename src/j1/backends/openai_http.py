@@ -4,13 +4,20 @@ Requests run concurrently up to a limit, each with a timeout; retryable failures
 errors, timeouts, HTTP 408/409/429/5xx) back off exponentially with jitter and are retried; a
 request that still fails raises ``BackendError`` naming the server and the HTTP status, never a
 placeholder string that could be mistaken for a judgment.
+
+One event loop in a daemon thread owns one HTTP client for the backend's life: every call, from
+any thread (``j1 serve`` runs several batches at once), shares its kept-alive connections and one
+``concurrency`` limit, instead of paying a new client and new connections per call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import os
 import random
+import threading
 from collections.abc import Iterator, Sequence
 
 from j1.backends.base import Backend, BackendError, Completion, Messages, SamplingParams, Usage, prompt_seed
@@ -54,24 +61,46 @@ class OpenAIBackend(Backend):
         self.max_retries = max_retries
         self.backoff = backoff
         self.usage = Usage()
+        self._lock = threading.Lock()
+        self._io: _IOThread | None = None
         self.model_name = model or self._first_model()
 
-    def _client(self):
+    def __getstate__(self) -> dict:
+        # A copy (another process) opens its own loop and connections on first use.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_io")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.Lock(), _io=None)
+
+    def _thread(self) -> _IOThread:
+        """The I/O thread, started on first use (and again in a forked child, which inherits no threads)."""
+        with self._lock:
+            if self._io is None or self._io.pid != os.getpid():
+                self._io = _IOThread(self._make_client, self.concurrency)
+            return self._io
+
+    def _make_client(self):
         import openai
 
         # Retries are ours (we need to name the server and status when they run out).
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0)
 
-    def _first_model(self) -> str:
-        async def go() -> str:
-            async with self._client() as client:
-                models = await self._with_retries(client.models.list, "GET /models")
-                ids = [m.id async for m in models] if hasattr(models, "__aiter__") else [m.id for m in models.data]
-                if not ids:
-                    raise BackendError(f"{self.base_url}: the server lists no models; pass --model")
-                return ids[0]
+    def close(self) -> None:
+        """Close the connections and stop the I/O thread; a later call starts them again."""
+        with self._lock:
+            io, self._io = self._io, None
+        if io is not None and io.pid == os.getpid():
+            io.stop()
 
-        return asyncio.run(go())
+    def _first_model(self) -> str:
+        async def go(client, _sem) -> str:
+            models = await self._with_retries(client.models.list, "GET /models")
+            ids = [m.id async for m in models] if hasattr(models, "__aiter__") else [m.id for m in models.data]
+            if not ids:
+                raise BackendError(f"{self.base_url}: the server lists no models; pass --model")
+            return ids[0]
+
+        return self._thread().submit(go).result()
 
     async def _with_retries(self, call, what: str, **kwargs):
         import openai
@@ -145,23 +174,47 @@ class OpenAIBackend(Backend):
         # Each prompt is yielded as its request returns: on_finish has nothing to add.
         if not prompts:
             return
-        loop = asyncio.new_event_loop()
-        client = self._client()
-        sem = asyncio.Semaphore(self.concurrency)
-        tasks = [loop.create_task(self._one(client, sem, i, m, params)) for i, m in enumerate(prompts)]
-        pending = set(tasks)
+        io = self._thread()
+        futures = [io.submit(lambda client, sem, i=i, m=m: self._one(client, sem, i, m, params))
+                   for i, m in enumerate(prompts)]
         try:
-            while pending:
-                done, pending = loop.run_until_complete(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
-                for t in done:
-                    yield t.result()  # re-raises BackendError; the finally cancels the rest
+            for fut in concurrent.futures.as_completed(futures):
+                yield fut.result()  # re-raises BackendError; the finally cancels the rest
         finally:
-            for t in pending:
+            for fut in futures:
+                fut.cancel()  # cancels the request's task on the loop (a no-op once it is done)
+
+
+class _IOThread:
+    """An event loop running in a daemon thread, with the one HTTP client and request limit it owns."""
+
+    def __init__(self, make_client, concurrency: int):
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="j1-http", daemon=True)
+        self.thread.start()
+        self.client = make_client()
+        self.sem = asyncio.Semaphore(concurrency)
+
+    def submit(self, make_coro) -> concurrent.futures.Future:
+        """Run ``make_coro(client, semaphore)`` on the loop; the future cancels its task when cancelled."""
+        return asyncio.run_coroutine_threadsafe(make_coro(self.client, self.sem), self.loop)
+
+    def stop(self) -> None:
+        async def shut() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
                 t.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(client.close())
-            loop.close()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.client.close()
+
+        try:
+            asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+            if not self.thread.is_alive():
+                self.loop.close()
 
 
 def _detail(exc) -> str:

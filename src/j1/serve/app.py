@@ -47,8 +47,8 @@ class ServerSettings:
         batch_wait_s: how long a batch waits for more requests after its first.
         max_body_bytes: largest request body; larger ones are answered 413.
         api_key: the key clients send as ``Authorization: Bearer KEY``; None asks for none.
-        upstream_batches: most batches sent to an HTTP upstream at once (each with the backend's
-            ``concurrency``); a local model runs one batch at a time.
+        upstream_batches: most batches sent to an HTTP upstream at once (all of them within the
+            backend's one ``concurrency`` limit); a local model runs one batch at a time.
     """
 
     max_batch: int = 32
@@ -56,7 +56,7 @@ class ServerSettings:
     batch_wait_s: float = 0.01
     max_body_bytes: int = 16 * 2**20
     api_key: str | None = None
-    upstream_batches: int = 2
+    upstream_batches: int = 4
 
 
 class ApiError(Exception):
