@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 import threading
 
@@ -126,3 +127,14 @@ def test_leaving_a_stream_early_cancels_the_requests_left():
         # The next call gets the one slot at once: nothing left over from the first stream runs before it.
         assert len(backend.generate(MSG[:1], SamplingParams())) == 1
         assert len(server.requests) <= 3
+
+
+def test_a_backend_dropped_without_close_stops_its_thread():
+    with FakeOpenAIServer() as server:
+        backend = OpenAIBackend(server.base_url, "m")
+        backend.generate(MSG[:1], SamplingParams())
+        thread = backend._io.thread
+        del backend
+        gc.collect()
+        thread.join(timeout=5)
+        assert not thread.is_alive()

@@ -18,6 +18,7 @@ import logging
 import os
 import random
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 
 from j1.backends.base import Backend, BackendError, Completion, Messages, SamplingParams, Usage, prompt_seed
@@ -77,6 +78,7 @@ class OpenAIBackend(Backend):
         with self._lock:
             if self._io is None or self._io.pid != os.getpid():
                 self._io = _IOThread(self._make_client, self.concurrency)
+                weakref.finalize(self, self._io.abandon)  # a backend dropped without close() stops its thread
             return self._io
 
     def _make_client(self):
@@ -199,6 +201,11 @@ class _IOThread:
     def submit(self, make_coro) -> concurrent.futures.Future:
         """Run ``make_coro(client, semaphore)`` on the loop; the future cancels its task when cancelled."""
         return asyncio.run_coroutine_threadsafe(make_coro(self.client, self.sem), self.loop)
+
+    def abandon(self) -> None:
+        """Stop the loop without waiting for it (its owner is gone); the daemon thread then ends."""
+        if self.pid == os.getpid() and self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
 
     def stop(self) -> None:
         async def shut() -> None:
