@@ -77,8 +77,7 @@ class OpenAIBackend(Backend):
         """The I/O thread, started on first use (and again in a forked child, which inherits no threads)."""
         with self._lock:
             if self._io is None or self._io.pid != os.getpid():
-                self._io = _IOThread(self._make_client, self.concurrency)
-                weakref.finalize(self, self._io.abandon)  # a backend dropped without close() stops its thread
+                self._io = _IOThread(self, self._make_client, self.concurrency)
             return self._io
 
     def _make_client(self):
@@ -190,8 +189,10 @@ class OpenAIBackend(Backend):
 class _IOThread:
     """An event loop running in a daemon thread, with the one HTTP client and request limit it owns."""
 
-    def __init__(self, make_client, concurrency: int):
+    def __init__(self, owner, make_client, concurrency: int):
         self.pid = os.getpid()
+        # An owner dropped without close() stops the loop; stop() detaches this, so a closed loop is not kept.
+        self._finalizer = weakref.finalize(owner, self.abandon)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="j1-http", daemon=True)
         self.thread.start()
@@ -208,6 +209,8 @@ class _IOThread:
             self.loop.call_soon_threadsafe(self.loop.stop)
 
     def stop(self) -> None:
+        self._finalizer.detach()
+
         async def shut() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for t in tasks:
