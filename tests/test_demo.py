@@ -17,7 +17,7 @@ from j1.demo import (
     reserve_minutes,
     train_budget,
 )
-from j1.demo_report import curve_points, example_line, markdown_table, table_rows
+from j1.demo_report import curve_points, example_line, markdown_table, reading_line, table_rows
 from j1.train.recipe import latest_checkpoint
 
 # TRL flags every CPU test run needs (as tests/train/conftest.py CPU_FLAGS).
@@ -87,6 +87,21 @@ def test_resume_skips_a_checkpoint_cut_short(tmp_path):
             (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     # by step number, not by name (checkpoint-10 sorts before checkpoint-2 as text)
     assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+
+
+@pytest.mark.parametrize("after, start", [
+    ({"accuracy": 0.625, "accuracy_ci": [0.55, 0.70]},
+     "The judge after reads the pairs: its accuracy, 62.5% [55.0, 70.0]"),
+    ({"accuracy": 0.508, "accuracy_ci": [0.458, 0.558]}, "These pairs do not show that the judge after reads them: "
+                                                         "its accuracy, 50.8% [45.8, 55.8]"),
+    ({"accuracy": 0.45, "accuracy_ci": [0.40, 0.49]}, "These pairs do not show"),  # below chance
+    ({"accuracy": 0.52, "accuracy_ci": [0.50, 0.54]}, "These pairs do not show"),  # 50% inside
+    ({"accuracy": 0.6}, None),  # no interval: nothing said
+    ({}, None),
+])
+def test_reading_line(after, start):
+    line = reading_line(after)
+    assert line == start if start is None else line.startswith(start)
 
 
 def test_example_line_and_curve_points():
@@ -189,11 +204,31 @@ def test_demo_that_trains(tiny_model, tmp_path):
     (["--minutes", "1", "--train_args", "--output_dir x"], "--train_args sets --output_dir"),
     (["--minutes", "0", "--train_args", "--max_steps 1"], "--train_args needs --minutes > 0"),
     (["--minutes", "0", "--judge", "no-such-judge"], "--judge 'no-such-judge': not a shipped judge"),
+    (["--bf16", "maybe"], "--bf16: invalid choice: 'maybe'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as done:
         main(["demo", *argv])
     assert done.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bf16, want", [("true", ["--bf16", "true"]), ("false", [])])
+def test_bf16_goes_to_train_before_train_args(bf16, want, tmp_path):
+    from j1.cli.configs import DemoConfig
+    from j1.demo import train_argv
+
+    cfg = DemoConfig(minutes=5, out=str(tmp_path / "d"), bf16=bf16, train_args="--bf16 false --max_steps 1")
+    argv = train_argv(cfg, tmp_path / "d")
+    tail = ["--bf16", "false", "--max_steps", "1"]  # --train_args come after it: the user's flag wins
+    assert argv[-len(tail) - len(want):] == want + tail
+
+
+def test_bf16_auto_follows_the_machine(monkeypatch, tmp_path):
+    from j1.cli.configs import DemoConfig
+
+    for native in (True, False):
+        monkeypatch.setattr("j1.models.native_bf16", lambda native=native: native)
+        assert DemoConfig(minutes=5, out=str(tmp_path / "d")).train_bf16 is native
 
 
 def test_out_must_be_a_folder(tmp_path, capsys):

@@ -242,7 +242,9 @@ def _prefill(model, ids: torch.Tensor, mask: torch.Tensor, new_tokens: int) -> _
         cache = DynamicCache(config=config)
         model(input_ids=ids[first, :-1], attention_mask=mask[first, :-1], position_ids=pos[first, :-1],
               cache=cache, use_cache=True, logits_to_keep=1)
-        prefix = [(layer.keys, layer.values) for layer in cache.layers]
+        # In the model's dtype: under mixed precision (accelerate autocasts model.forward, not the layers
+        # the steps call) the cache comes back partly in bf16.
+        prefix = [(layer.keys.to(dtype), layer.values.to(dtype)) for layer in cache.layers]
         bias = torch.zeros(P, 1, 1, lp, dtype=dtype, device=ids.device)
         bias.masked_fill_(mask[first, :-1].view(P, 1, 1, lp) == 0, float("-inf"))
     else:

@@ -50,7 +50,7 @@ SOURCES = {
                                          "Apache-2.0"),
 }
 # The config fields a rerun must share with the run it continues (progress may change).
-RESUME_FIELDS = ("minutes", "judge", "base_model", "heldout_pairs", "seed", "train_args")
+RESUME_FIELDS = ("minutes", "judge", "base_model", "heldout_pairs", "seed", "train_args", "bf16")
 
 
 def stage_names(minutes: float) -> list[str]:
@@ -169,8 +169,8 @@ class DemoRun:
 
 
 def train_argv(cfg, out: Path, minutes: float | None = None, resume: str | None = None) -> list[str]:
-    """``j1 train`` flags: the recipe, the base model, the demo's data and folder, ``--train_args``
-    (later flags win), then the time limit and the checkpoint to resume from.
+    """``j1 train`` flags: the recipe, the base model, the demo's data and folder, bf16 mixed precision
+    (``--bf16``), ``--train_args`` (later flags win), then the time limit and the checkpoint to resume from.
 
     >>> from types import SimpleNamespace as NS
     >>> train_argv(NS(base_model="m", progress=True, train_argv=["--max_steps", "1"]), Path("d"), 1.5)[2:]
@@ -179,6 +179,7 @@ def train_argv(cfg, out: Path, minutes: float | None = None, resume: str | None 
     """
     argv = ["--config", str(RECIPE), "--model_name_or_path", cfg.base_model,
             "--train_file", str(out / "data" / "train.jsonl"), "--output_dir", str(out / "train")]
+    argv += ["--bf16", "true"] if getattr(cfg, "train_bf16", False) else []
     argv += ([] if cfg.progress else ["--disable_tqdm", "true"]) + list(cfg.train_argv)
     if minutes is not None:
         argv += ["--max_minutes", f"{minutes:.4g}"]
@@ -279,7 +280,7 @@ def stage_train(run: DemoRun) -> dict:
     log.info("train: %.1f min of %.1f (%.1f spent, %.1f kept for after, %.1f trained before)%s",
              minutes, run.cfg.minutes, spent, reserve, trained, f"; resuming from {resume}" if resume else "")
     run_train(*parse_train(train_argv(run.cfg, run.out, minutes, resume), prog="j1 demo --train_args"))
-    return {"budget_minutes": minutes}
+    return {"budget_minutes": minutes, "bf16": run.cfg.train_bf16}
 
 
 def train_summary(out: Path, budget_minutes: float) -> dict:
@@ -311,8 +312,8 @@ def stage_report(run: DemoRun) -> None:
         "train": None,
     }
     if run.cfg.minutes > 0:
-        budget = run.stages.data["stages"]["train"].get("budget_minutes", 0.0)
-        report["train"] = train_summary(run.out, budget)
+        stage = run.stages.data["stages"]["train"]
+        report["train"] = {**train_summary(run.out, stage.get("budget_minutes", 0.0)), "bf16": stage.get("bf16", False)}
     write_json_atomic(run.out / "report.json", report)
     write_text_atomic(run.out / "report.md", render_report(report))
 

@@ -117,6 +117,29 @@ def plot_curves(rows: list[dict], out_dir: Path) -> list[Path]:
     return paths
 
 
+def reading_line(after: dict) -> str | None:
+    """Whether the judge after reads the pairs, from its accuracy's 95% interval (a ``metrics["overall"]``
+    block); None without one. Why: a judge that names either position about equally often, whatever the
+    pair, is right in both orders on about a quarter of the pairs, so consistent accuracy above the base's
+    can come from an even position preference alone; accuracy above 50% cannot.
+
+    >>> reading_line({"accuracy": 0.625, "accuracy_ci": [0.55, 0.7]})
+    'The judge after reads the pairs: its accuracy, 62.5% [55.0, 70.0], is above chance (50%).'
+    >>> reading_line({"accuracy": 0.5})
+    """
+    acc, ci = after.get("accuracy"), after.get("accuracy_ci")
+    if acc is None or not ci:
+        return None
+    shown = f"{100 * acc:.1f}% [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    if ci[0] > 0.5:
+        return f"The judge after reads the pairs: its accuracy, {shown}, is above chance (50%)."
+    return (f"These pairs do not show that the judge after reads them: its accuracy, {shown}, is not above "
+            "chance (50%). "
+            "A judge that names either position about equally often without reading the pair is right in both "
+            "orders on about a quarter of the pairs, so its consistent accuracy says only how even its position "
+            "preference is.")
+
+
 def render_report(report: dict) -> str:
     """report.md from the report.json content (see ``j1.demo.stage_report``)."""
     ask, ex = report["asked"], report["examples"]
@@ -139,6 +162,11 @@ def render_report(report: dict) -> str:
         "whose two orders disagree. Invalid: verdicts that could not be read (counted wrong). Brackets: 95% "
         "bootstrap intervals over pairs.",
         "",
+    ]
+    reading = reading_line(report["overall"]["after"])
+    if reading:
+        lines += [reading, ""]
+    lines += [
         "## The example pair",
         "",
         f"Request: {ex['pair']['prompt']}  ",
@@ -157,7 +185,8 @@ def render_report(report: dict) -> str:
     if train:
         lines += [
             "", "## Training", "",
-            f"{train['steps']} GRPO steps in a budget of {train['budget_minutes']:.1f} min; mean reward "
+            f"{train['steps']} GRPO steps in a budget of {train['budget_minutes']:.1f} min"
+            f"{' (bf16 mixed precision)' if train.get('bf16') else ''}; mean reward "
             f"{_num(train['reward_first'])} at the first step, {_num(train['reward_last'])} at the last.",
             "",
         ]

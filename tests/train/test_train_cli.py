@@ -65,6 +65,18 @@ def test_lora_on_the_last_blocks_only(tiny_model, pair_file, tmp_path):
                                                  "up_proj", "v_proj"]
 
 
+def test_bf16_mixed_precision_with_the_shared_prompt(tiny_model, pair_file, tmp_path):
+    # accelerate autocasts model.forward, not the layers j1.decode steps through: the prompt's cache comes
+    # back partly in bf16 and must meet the steps' fp32 (this crashed before decode cast it)
+    out = tmp_path / "bf16"
+    assert _train(tiny_model, pair_file, out, "--max_steps", "1", "--bf16", "true", "--use_peft", "true",
+                  "--lora_r", "4", "--lora_target_modules", "all-linear") == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "done" and run["config"]["grpo"]["bf16"] is True
+    assert run["config"]["j1"].get("share_prompt_prefix", True) is True
+    assert [r["step"] for r in _rows(out / "log.jsonl") if "loss" in r] == [1]
+
+
 def test_restrict_lora_layers_checks_the_depth(tiny_model):
     from peft import LoraConfig
 

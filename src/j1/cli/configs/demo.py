@@ -41,6 +41,12 @@ class DemoConfig:
     train_args: str = field(
         default="",
         metadata={"help": "Extra j1 train flags, one string, after the recipe's (e.g. \"--max_steps 20\")."})
+    bf16: str = field(
+        default="auto",
+        metadata={"help": "Train in bf16 mixed precision (j1 train --bf16 true; the weights stay fp32, and both "
+                  "evaluations run in fp32 either way): auto = where the machine computes bf16 natively "
+                  "(a CPU with AVX-512 BF16 or AMX, or a GPU), where a step is ~1.6x faster; true; false.",
+                  "choices": ["auto", "true", "false"]})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -62,9 +68,20 @@ class DemoConfig:
         taken = [a for a in self.train_argv if a.split("=", 1)[0] in DEMO_TRAIN_FLAGS]
         if taken:
             raise ValueError(f"--train_args sets {taken[0].split('=', 1)[0]}: the demo sets it; leave it out")
+        if self.bf16 not in ("auto", "true", "false"):
+            raise ValueError(f"--bf16 {self.bf16!r}: choose auto, true or false")
         if self.minutes == 0 and self.train_argv:
             raise ValueError("--train_args needs --minutes > 0 (training runs only then)")
         if self.minutes == 0 and judge_folder(self.judge) is None:
             shipped = ", ".join(SHIPPED) or "none in this install"
             raise ValueError(f"--judge {self.judge!r}: not a shipped judge ({shipped}) nor a folder; with --minutes 0 "
                              "the demo needs a ready judge (or give --minutes > 0 to train one)")
+
+    @property
+    def train_bf16(self) -> bool:
+        """Whether training runs in bf16 mixed precision (``--bf16``, auto resolved on this machine)."""
+        if self.bf16 == "auto":
+            from j1.models import native_bf16
+
+            return native_bf16()
+        return self.bf16 == "true"
