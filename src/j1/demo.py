@@ -283,20 +283,22 @@ def stage_train(run: DemoRun) -> dict:
     return {"budget_minutes": minutes, "bf16": run.cfg.train_bf16}
 
 
-def train_summary(out: Path, budget_minutes: float) -> dict:
-    """Steps, first and last mean reward, and the curve PNGs (written to ``out``) of DIR/train/log.jsonl."""
+def train_summary(out: Path, stage: dict) -> dict:
+    """Steps, first and last mean reward, and the curve PNGs (written to ``out``) of DIR/train/log.jsonl,
+    with the budget and precision the train stage recorded (``stage``)."""
     from j1.demo_report import curve_points, plot_curves
 
     rows = [row for _, row in iter_jsonl(out / "train" / "log.jsonl", allow_torn_tail=True)]
     steps, rewards = curve_points(rows, "reward")
     curves = plot_curves(rows, out)
-    return {"steps": steps[-1] if steps else 0, "budget_minutes": budget_minutes,
+    return {"steps": steps[-1] if steps else 0, "budget_minutes": stage.get("budget_minutes", 0.0),
+            "bf16": stage.get("bf16", False),
             "reward_first": rewards[0] if rewards else None, "reward_last": rewards[-1] if rewards else None,
             "curves": [p.name for p in curves]}
 
 
 def stage_report(run: DemoRun) -> None:
-    from j1.demo_report import render_report, table_rows
+    from j1.demo_report import reading_line, render_report, table_rows
 
     metrics = {w: json.loads((run.out / f"eval-{w}" / "metrics.json").read_text(encoding="utf-8"))
                for w in ("before", "after")}
@@ -307,13 +309,13 @@ def stage_report(run: DemoRun) -> None:
         "heldout": {"pairs": len(heldout), "kinds": dict(Counter(r["kind"] for r in heldout))},
         "table": table_rows(metrics["before"]["overall"], metrics["after"]["overall"]),
         "overall": {w: m["overall"] for w, m in metrics.items()},
+        "reading": reading_line(metrics["after"]["overall"]),
         "examples": json.loads((run.out / "examples.json").read_text(encoding="utf-8")),
         "stage_seconds": {n: run.stages.seconds(n) for n in stage_names(run.cfg.minutes) if run.stages.done(n)},
         "train": None,
     }
     if run.cfg.minutes > 0:
-        stage = run.stages.data["stages"]["train"]
-        report["train"] = {**train_summary(run.out, stage.get("budget_minutes", 0.0)), "bf16": stage.get("bf16", False)}
+        report["train"] = train_summary(run.out, run.stages.data["stages"]["train"])
     write_json_atomic(run.out / "report.json", report)
     write_text_atomic(run.out / "report.md", render_report(report))
 

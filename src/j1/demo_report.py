@@ -163,9 +163,8 @@ def render_report(report: dict) -> str:
         "bootstrap intervals over pairs.",
         "",
     ]
-    reading = reading_line(report["overall"]["after"])
-    if reading:
-        lines += [reading, ""]
+    if report.get("reading"):
+        lines += [report["reading"], ""]
     lines += [
         "## The example pair",
         "",

@@ -73,7 +73,7 @@ def test_bf16_mixed_precision_with_the_shared_prompt(tiny_model, pair_file, tmp_
                   "--lora_r", "4", "--lora_target_modules", "all-linear") == 0
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "done" and run["config"]["grpo"]["bf16"] is True
-    assert run["config"]["j1"].get("share_prompt_prefix", True) is True
+    assert run["config"]["j1"]["share_prompt_prefix"] is True
     assert [r["step"] for r in _rows(out / "log.jsonl") if "loss" in r] == [1]
 
 

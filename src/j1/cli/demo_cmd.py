@@ -14,7 +14,7 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(DemoConfig, argv, prog="j1 demo")
     setup_logging()
     from j1.demo import run_demo
-    from j1.demo_report import markdown_table, reading_line
+    from j1.demo_report import markdown_table
     from j1.eval.runner import TooManyErrors
     from j1.schema import RowError
 
@@ -31,8 +31,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"j1 demo: interrupted; rerun the same command to continue in {cfg.out}\n")
         return 130
     print(markdown_table(report["table"]))
-    reading = reading_line(report["overall"]["after"])
-    if reading:
-        print(reading)
+    if report.get("reading"):
+        print(report["reading"])
     print(f"report: {Path(cfg.out) / 'report.md'}")
     return 0

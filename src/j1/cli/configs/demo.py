@@ -12,6 +12,7 @@ from j1.models import EMBEDDED_NAME
 
 # The demo sets these j1 train flags itself (its data, its run folder, the time left, resuming).
 DEMO_TRAIN_FLAGS = ("--config", "--train_file", "--output_dir", "--max_minutes", "--resume_from_checkpoint")
+BF16_CHOICES = ("auto", "true", "false")
 
 
 @dataclass
@@ -46,7 +47,7 @@ class DemoConfig:
         metadata={"help": "Train in bf16 mixed precision (j1 train --bf16 true; the weights stay fp32, and both "
                   "evaluations run in fp32 either way): auto = where the machine computes bf16 natively "
                   "(a CPU with AVX-512 BF16 or AMX, or a GPU), where a step is ~1.6x faster; true; false.",
-                  "choices": ["auto", "true", "false"]})
+                  "choices": list(BF16_CHOICES)})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -68,8 +69,8 @@ class DemoConfig:
         taken = [a for a in self.train_argv if a.split("=", 1)[0] in DEMO_TRAIN_FLAGS]
         if taken:
             raise ValueError(f"--train_args sets {taken[0].split('=', 1)[0]}: the demo sets it; leave it out")
-        if self.bf16 not in ("auto", "true", "false"):
-            raise ValueError(f"--bf16 {self.bf16!r}: choose auto, true or false")
+        if self.bf16 not in BF16_CHOICES:
+            raise ValueError(f"--bf16 {self.bf16!r}: choose one of {', '.join(BF16_CHOICES)}")
         if self.minutes == 0 and self.train_argv:
             raise ValueError("--train_args needs --minutes > 0 (training runs only then)")
         if self.minutes == 0 and judge_folder(self.judge) is None:
