@@ -14,10 +14,11 @@ from j1.demo import (
     MIN_TRAIN_MINUTES,
     OVERHEAD_MINUTES,
     config_change,
+    heldout_split,
     reserve_minutes,
     train_budget,
 )
-from j1.demo_report import curve_points, example_line, markdown_table, reading_line, table_rows
+from j1.demo_report import curve_points, example_line, group_table, markdown_table, reading_line, table_rows
 from j1.train.recipe import latest_checkpoint
 
 # TRL flags every CPU test run needs (as tests/train/conftest.py CPU_FLAGS).
@@ -62,6 +63,17 @@ def test_table_rows_hand_worked():
     assert md[5] == "| invalid rate | 12.5 | 0.0 | -12.5 |"
 
 
+def test_group_table_hand_worked():
+    before = {"consistent_accuracy": 0.0, "consistent_accuracy_ci": [0.0, 0.0], "accuracy": 0.5, "invalid_rate": 0.0}
+    same = {"consistent_accuracy": 0.25, "consistent_accuracy_ci": [0.15, 0.367], "accuracy": 0.617,
+            "accuracy_ci": [0.566, 0.675], "invalid_rate": 0.0}
+    other = {"consistent_accuracy": 0.1, "accuracy": 0.45, "accuracy_ci": [0.4, 0.5], "invalid_rate": 0.05}
+    md = group_table({"same source": {"pairs": 60, "table": table_rows(before, same)},
+                      "other sources": {"pairs": 60, "table": table_rows(before, other)}}).splitlines()
+    assert md[2] == "| same source | 60 | 0.0 [0.0, 0.0] | 25.0 [15.0, 36.7] | +25.0 | 61.7 [56.6, 67.5] | 0.0 |"
+    assert md[3] == "| other sources | 60 | 0.0 [0.0, 0.0] | 10.0 | +10.0 | 45.0 [40.0, 50.0] | 5.0 |"
+
+
 def test_table_rows_missing_values():
     # a pointwise judge has no flip rate: n/a, and no change
     rows = table_rows({"flip_rate": None, "accuracy": 0.5}, {"flip_rate": None, "accuracy": 0.5})
@@ -102,6 +114,18 @@ def test_resume_skips_a_checkpoint_cut_short(tmp_path):
 def test_reading_line(after, start):
     line = reading_line(after)
     assert line == start if start is None else line.startswith(start)
+
+
+@pytest.mark.parametrize("n, want", [
+    (120, (60, 60)),  # the default: all 60 same-source pairs and 60 of the other sources' 120
+    (40, (20, 20)),  # make demo
+    (5, (3, 2)),  # odd: the extra pair from the same source
+    (1, (1, 0)),
+    (150, (60, 90)),  # the same source runs out first
+    (180, (60, 120)),
+])
+def test_heldout_split(n, want):
+    assert heldout_split(n, 60, 120) == want
 
 
 def test_example_line_and_curve_points():
@@ -146,7 +170,13 @@ def test_quick_demo(tiny_model, tiny_judge, tmp_path, capsys):
         assert (config["template"], config["assistant_prefill"], config["max_new_tokens"]) == ("compact", PREFILL, 4)
         assert (config["temperature"], config["samples"]) == (0.0, 1)
         assert json.loads((out / f"eval-{when}" / "metrics.json").read_text())["n"] == 4
-    assert len((out / "data" / "heldout.jsonl").read_text().splitlines()) == 4
+    heldout = [json.loads(line) for line in (out / "data" / "heldout.jsonl").read_text().splitlines()]
+    # half from unseen GSM8K test questions (the training source), half from the other sources
+    assert [(r["category"], r["source"].split(".")[0]) for r in heldout] == [
+        ("same source", "gsm8k_test"), ("same source", "gsm8k_test"),
+        ("other sources", "math_train"), ("other sources", "alpaca_en_demo_llamafactory")]
+    categories = json.loads((out / "eval-after" / "metrics.json").read_text())["categories"]
+    assert {name: c["n"] for name, c in categories.items()} == {"same source": 2, "other sources": 2}
     assert len((out / "data" / "train.jsonl").read_text().splitlines()) == 2 * 460  # both orders
     assert "Apache-2.0" in (out / "data" / "SOURCES.md").read_text()
     examples = json.loads((out / "examples.json").read_text())
@@ -155,10 +185,14 @@ def test_quick_demo(tiny_model, tiny_judge, tmp_path, capsys):
     for row in ("| consistent accuracy |", "| accuracy |", "| flip rate |", "| invalid rate |"):
         assert row in report
     assert "## The example pair" in report and "## Training" not in report
-    assert json.loads((out / "report.json").read_text())["train"] is None
+    report_json = json.loads((out / "report.json").read_text())
+    assert report_json["train"] is None
+    assert {name: g["pairs"] for name, g in report_json["groups"].items()} == {"same source": 2, "other sources": 2}
+    assert "### By source" in report and "| same source | 2 |" in report and "| other sources | 2 |" in report
     printed = capsys.readouterr().out
     assert "example, before" in printed and "example, after" in printed
     assert "| consistent accuracy |" in printed and f"report: {out / 'report.md'}" in printed
+    assert "| same source | 2 |" in printed
 
 
 def test_rerun_skips_finished_stages(tiny_model, tiny_judge, tmp_path):
@@ -199,8 +233,8 @@ def test_demo_that_trains(tiny_model, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--minutes", "-1"], "--minutes -1.0: must be >= 0"),
-    (["--heldout_pairs", "0"], "--heldout_pairs 0: must be in 1..120"),
-    (["--heldout_pairs", "121"], "--heldout_pairs 121: must be in 1..120"),
+    (["--heldout_pairs", "0"], "--heldout_pairs 0: must be in 1..180"),  # 60 same-source + 120 other pairs
+    (["--heldout_pairs", "181"], "--heldout_pairs 181: must be in 1..180"),
     (["--minutes", "1", "--train_args", "--output_dir x"], "--train_args sets --output_dir"),
     (["--minutes", "0", "--train_args", "--max_steps 1"], "--train_args needs --minutes > 0"),
     (["--minutes", "0", "--judge", "no-such-judge"], "--judge 'no-such-judge': not a shipped judge"),

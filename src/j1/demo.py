@@ -5,9 +5,10 @@ rerun of the same command skips the finished ones and continues the one that was
 with ``--resume``, training from its newest checkpoint):
 
 1. ``example-before``: the example pair judged in both orders by the base model (DIR/examples.json).
-2. ``data``: DIR/data/train.jsonl (the shipped GSM8K mismatch pairs, both orders, as ``j1 synth mix``
-   writes them) and DIR/data/heldout.jsonl (the first ``--heldout_pairs`` shipped held-out pairs:
-   MATH and Alpaca, sources the judge is not trained on), with DIR/data/SOURCES.md.
+2. ``data``: DIR/data/train.jsonl (the shipped GSM8K train mismatch pairs, both orders, as ``j1 synth mix``
+   writes them) and DIR/data/heldout.jsonl (``--heldout_pairs`` shipped pairs in two groups, each row's
+   ``category``: half from GSM8K *test* questions, the source trained on but questions it never sees, and
+   half from MATH and Alpaca, sources it is not trained on), with DIR/data/SOURCES.md.
 3. ``eval-before``: ``j1 eval`` of the base model on the held-out pairs (DIR/eval-before).
 4. ``train`` (``--minutes`` > 0 only): ``j1 train`` with the shipped recipe for the time left (DIR/train).
 5. ``eval-after``: the judge after (DIR/train/final, or ``--judge`` with ``--minutes 0``), DIR/eval-after.
@@ -35,6 +36,10 @@ log = logging.getLogger(__name__)
 
 TRAIN_PAIRS = ASSETS / "data" / "gsm8k_mismatch.jsonl"
 HELDOUT_PAIRS = ASSETS / "data" / "heldout_mismatch.jsonl"
+SAME_SOURCE_PAIRS = ASSETS / "data" / "gsm8k_test_mismatch.jsonl"
+# The held-out groups, as each row's category (j1 eval reports each): whether the judge learned the task
+# on its own source, and whether that carries over to sources it never saw.
+SAME_SOURCE, OTHER_SOURCES = "same source", "other sources"
 RECIPE = ASSETS / "recipes" / "j1_135m.yaml"
 EXAMPLE = {"prompt": "What is the capital of Australia?", "A": "The capital of Australia is Canberra.",
            "B": "The capital of Australia is Sydney.", "better": "A"}
@@ -45,6 +50,7 @@ MIN_TRAIN_MINUTES = 0.5
 # The source files named in the shipped pairs' "source" field: where they come from and their licence.
 SOURCES = {
     "gsm8k_train.jsonl": ("GSM8K train (openai/grade-school-math, grade_school_math/data/train.jsonl)", "MIT"),
+    "gsm8k_test.jsonl": ("GSM8K test (openai/grade-school-math, grade_school_math/data/test.jsonl)", "MIT"),
     "math_train.jsonl": ("MATH train (Hendrycks et al., via aiwaves-cn/agents)", "MIT"),
     "alpaca_en_demo_llamafactory.json": ("LLaMA-Factory data/alpaca_en_demo.json (hiyouga/LLaMA-Factory)",
                                          "Apache-2.0"),
@@ -61,6 +67,23 @@ def stage_names(minutes: float) -> list[str]:
     """
     train = ["train"] if minutes > 0 else []
     return ["example-before", "data", "eval-before", *train, "eval-after", "example-after", "report"]
+
+
+def heldout_split(n: int, same_available: int, other_available: int) -> tuple[int, int]:
+    """How many of ``n`` held-out pairs come from the same source and from the other sources: half
+    (rounded up) from the same source, as many as it has, and the rest from the others.
+
+    >>> heldout_split(120, 60, 120), heldout_split(40, 60, 120), heldout_split(1, 60, 120), heldout_split(180, 60, 120)
+    ((60, 60), (20, 20), (1, 0), (60, 120))
+    """
+    same = min((n + 1) // 2, same_available)
+    return same, min(n - same, other_available)
+
+
+def heldout_available() -> tuple[int, int]:
+    """The shipped held-out pairs: (same source, other sources)."""
+    return tuple(sum(1 for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
+                 for p in (SAME_SOURCE_PAIRS, HELDOUT_PAIRS))
 
 
 def reserve_minutes(eval_before: float, example_before: float) -> float:
@@ -235,16 +258,21 @@ def stage_data(run: DemoRun) -> None:
     # j1 synth mix's own draw and A/B placement; nothing held out (the held-out pairs come from elsewhere).
     train, _, _ = mix([str(TRAIN_PAIRS)], heldout_fraction=0.0, seed=run.cfg.seed)
     n_rows = write_jsonl_atomic(data / "train.jsonl", [r for p in train for r in both_orders(p, run.cfg.seed)])
-    heldout = read_pairs(HELDOUT_PAIRS)[: run.cfg.heldout_pairs]
-    write_jsonl_atomic(data / "heldout.jsonl", heldout)
+    n_same, n_other = heldout_split(run.cfg.heldout_pairs, *heldout_available())
+    groups = ((SAME_SOURCE, read_pairs(SAME_SOURCE_PAIRS)[:n_same]), (OTHER_SOURCES, read_pairs(HELDOUT_PAIRS)[:n_other]))
+    heldout = [p for _, pairs in groups for p in pairs]
+    write_jsonl_atomic(data / "heldout.jsonl",
+                       [{**dataclasses.asdict(p), "category": group} for group, pairs in groups for p in pairs])
     lines = ["# Data of this demo", "", "| file | pairs | kinds | from | licence |", "|---|---|---|---|---|"]
     for name, pairs, extra in (("train.jsonl", train, f", {n_rows} rows (both orders)"), ("heldout.jsonl", heldout, "")):
         for source, n in sorted(Counter(p.source for p in pairs).items()):
             origin, licence = SOURCES.get(source, (source, "see the source"))
             kinds = ", ".join(sorted({p.kind for p in pairs if p.source == source}))
             lines.append(f"| {name} | {n}{extra} | {kinds} | {origin} | {licence} |")
-    lines += ["", f"Shipped with j1 (j1/assets/data/{TRAIN_PAIRS.name}, {HELDOUT_PAIRS.name}): mismatch pairs, a "
-              "question's gold answer vs another question's. The held-out sources are not in the training data."]
+    lines += ["", f"Shipped with j1 (j1/assets/data/{TRAIN_PAIRS.name}, {SAME_SOURCE_PAIRS.name}, {HELDOUT_PAIRS.name}): "
+              "mismatch pairs, a question's gold answer vs another question's. Held out: GSM8K test questions "
+              f"({SAME_SOURCE!r}: the training source, questions it never sees) and MATH and Alpaca "
+              f"({OTHER_SOURCES!r}: sources not in the training data)."]
     write_text_atomic(data / "SOURCES.md", "\n".join(lines) + "\n")
 
 
@@ -310,6 +338,11 @@ def stage_report(run: DemoRun) -> None:
         "table": table_rows(metrics["before"]["overall"], metrics["after"]["overall"]),
         "overall": {w: m["overall"] for w, m in metrics.items()},
         "reading": reading_line(metrics["after"]["overall"]),
+        "groups": {group: {"pairs": metrics["after"]["categories"][group]["n"],
+                           "table": table_rows(metrics["before"]["categories"][group],
+                                               metrics["after"]["categories"][group]),
+                           "reading": reading_line(metrics["after"]["categories"][group])}
+                   for group in (SAME_SOURCE, OTHER_SOURCES) if group in metrics["after"]["categories"]},
         "examples": json.loads((run.out / "examples.json").read_text(encoding="utf-8")),
         "stage_seconds": {n: run.stages.seconds(n) for n in stage_names(run.cfg.minutes) if run.stages.done(n)},
         "train": None,

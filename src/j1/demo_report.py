@@ -66,6 +66,30 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def group_table(groups: dict) -> str:
+    """The held-out groups (report.json "groups": name -> pairs and before/after rows) as one Markdown
+    table: consistent accuracy before and after with its change, and the after judge's accuracy and
+    invalid rate.
+
+    >>> rows = table_rows({"consistent_accuracy": 0.0, "accuracy": 0.5, "invalid_rate": 0.0},
+    ...                   {"consistent_accuracy": 0.25, "accuracy": 0.625, "accuracy_ci": [0.55, 0.7], "invalid_rate": 0.0})
+    >>> print(group_table({"same source": {"pairs": 4, "table": rows}}))
+    | held-out pairs | n | consistent accuracy (%), before | after | change (points) | accuracy after (%) | invalid after (%) |
+    |---|---|---|---|---|---|---|
+    | same source | 4 | 0.0 | 25.0 | +25.0 | 62.5 [55.0, 70.0] | 0.0 |
+    """
+    lines = ["| held-out pairs | n | consistent accuracy (%), before | after | change (points) | accuracy after (%) "
+             "| invalid after (%) |", "|---|---|---|---|---|---|---|"]
+    for name, group in groups.items():
+        row = {r["key"]: r for r in group["table"]}
+        cons, acc, inv = row["consistent_accuracy"], row["accuracy"], row["invalid_rate"]
+        change = "n/a" if cons["change_points"] is None else f"{cons['change_points']:+.1f}"
+        lines.append(f"| {name} | {group['pairs']} | {_value(cons['before'], cons['before_ci'])} | "
+                     f"{_value(cons['after'], cons['after_ci'])} | {change} | {_value(acc['after'], acc['after_ci'])} | "
+                     f"{_value(inv['after'], None)} |")
+    return "\n".join(lines)
+
+
 def example_line(result: dict, better: str) -> str:
     """One line for an example judged in both orders: each order's verdict (in the pair's own labels)
     and whether it is right.
@@ -165,6 +189,19 @@ def render_report(report: dict) -> str:
     ]
     if report.get("reading"):
         lines += [report["reading"], ""]
+    groups = report.get("groups") or {}
+    if groups:
+        lines += [
+            "### By source",
+            "",
+            "Same source: GSM8K test questions, from the source the judge trains on but never trained on. Other "
+            "sources: MATH and Alpaca, which it never sees in training. The first says whether the judge learned "
+            "the task; the second whether that carries over.",
+            "",
+            group_table(groups),
+            "",
+        ]
+        lines += [f"- {name}: {g['reading']}" for name, g in groups.items() if g.get("reading")] + [""]
     lines += [
         "## The example pair",
         "",

@@ -14,7 +14,7 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(DemoConfig, argv, prog="j1 demo")
     setup_logging()
     from j1.demo import run_demo
-    from j1.demo_report import markdown_table
+    from j1.demo_report import group_table, markdown_table
     from j1.eval.runner import TooManyErrors
     from j1.schema import RowError
 
@@ -33,5 +33,10 @@ def main(argv: Sequence[str]) -> int:
     print(markdown_table(report["table"]))
     if report.get("reading"):
         print(report["reading"])
+    if report.get("groups"):
+        print(group_table(report["groups"]))
+        for name, group in report["groups"].items():
+            if group.get("reading"):
+                print(f"{name}: {group['reading']}")
     print(f"report: {Path(cfg.out) / 'report.md'}")
     return 0
