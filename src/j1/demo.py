@@ -341,7 +341,7 @@ def stage_report(run: DemoRun) -> None:
         "groups": {group: {"pairs": metrics["after"]["categories"][group]["n"],
                            "table": table_rows(metrics["before"]["categories"][group],
                                                metrics["after"]["categories"][group]),
-                           "reading": reading_line(metrics["after"]["categories"][group])}
+                           "reading": reading_line(metrics["after"]["categories"][group], explain=False)}
                    for group in (SAME_SOURCE, OTHER_SOURCES) if group in metrics["after"]["categories"]},
         "examples": json.loads((run.out / "examples.json").read_text(encoding="utf-8")),
         "stage_seconds": {n: run.stages.seconds(n) for n in stage_names(run.cfg.minutes) if run.stages.done(n)},

@@ -141,14 +141,17 @@ def plot_curves(rows: list[dict], out_dir: Path) -> list[Path]:
     return paths
 
 
-def reading_line(after: dict) -> str | None:
+def reading_line(after: dict, explain: bool = True) -> str | None:
     """Whether the judge after reads the pairs, from its accuracy's 95% interval (a ``metrics["overall"]``
     block); None without one. Why: a judge that names either position about equally often, whatever the
     pair, is right in both orders on about a quarter of the pairs, so consistent accuracy above the base's
-    can come from an even position preference alone; accuracy above 50% cannot.
+    can come from an even position preference alone; accuracy above 50% cannot. ``explain=False`` leaves
+    that reason out of the line.
 
     >>> reading_line({"accuracy": 0.625, "accuracy_ci": [0.55, 0.7]})
     'The judge after reads the pairs: its accuracy, 62.5% [55.0, 70.0], is above chance (50%).'
+    >>> reading_line({"accuracy": 0.5, "accuracy_ci": [0.4, 0.6]}, explain=False)
+    'These pairs do not show that the judge after reads them: its accuracy, 50.0% [40.0, 60.0], is not above chance (50%).'
     >>> reading_line({"accuracy": 0.5})
     """
     acc, ci = after.get("accuracy"), after.get("accuracy_ci")
@@ -157,8 +160,10 @@ def reading_line(after: dict) -> str | None:
     shown = f"{100 * acc:.1f}% [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
     if ci[0] > 0.5:
         return f"The judge after reads the pairs: its accuracy, {shown}, is above chance (50%)."
-    return (f"These pairs do not show that the judge after reads them: its accuracy, {shown}, is not above "
-            "chance (50%). "
+    line = f"These pairs do not show that the judge after reads them: its accuracy, {shown}, is not above chance (50%)."
+    if not explain:
+        return line
+    return (f"{line} "
             "A judge that names either position about equally often without reading the pair is right in both "
             "orders on about a quarter of the pairs, so its consistent accuracy says only how even its position "
             "preference is.")
@@ -194,9 +199,9 @@ def render_report(report: dict) -> str:
         lines += [
             "### By source",
             "",
-            "Same source: GSM8K test questions, from the source the judge trains on but never trained on. Other "
-            "sources: MATH and Alpaca, which it never sees in training. The first says whether the judge learned "
-            "the task; the second whether that carries over.",
+            "Same source: unseen questions (GSM8K test) of the source j1's recipe trains on (GSM8K train). Other "
+            "sources: MATH and Alpaca, never seen in training. The first shows whether the judge learned the task, "
+            "the second whether that carries over to other kinds of questions.",
             "",
             group_table(groups),
             "",
