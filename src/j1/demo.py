@@ -196,13 +196,13 @@ def train_argv(cfg, out: Path, minutes: float | None = None, resume: str | None 
     (``--bf16``), ``--train_args`` (later flags win), then the time limit and the checkpoint to resume from.
 
     >>> from types import SimpleNamespace as NS
-    >>> train_argv(NS(base_model="m", progress=True, train_argv=["--max_steps", "1"]), Path("d"), 1.5)[2:]
+    >>> train_argv(NS(base_model="m", progress=True, train_bf16=False, train_argv=["--max_steps", "1"]), Path("d"), 1.5)[2:]
     ['--model_name_or_path', 'm', '--train_file', 'd/data/train.jsonl', '--output_dir', 'd/train', \
 '--max_steps', '1', '--max_minutes', '1.5']
     """
     argv = ["--config", str(RECIPE), "--model_name_or_path", cfg.base_model,
             "--train_file", str(out / "data" / "train.jsonl"), "--output_dir", str(out / "train")]
-    argv += ["--bf16", "true"] if getattr(cfg, "train_bf16", False) else []
+    argv += ["--bf16", "true"] if cfg.train_bf16 else []
     argv += ([] if cfg.progress else ["--disable_tqdm", "true"]) + list(cfg.train_argv)
     if minutes is not None:
         argv += ["--max_minutes", f"{minutes:.4g}"]
@@ -330,6 +330,7 @@ def stage_report(run: DemoRun) -> None:
 
     metrics = {w: json.loads((run.out / f"eval-{w}" / "metrics.json").read_text(encoding="utf-8"))
                for w in ("before", "after")}
+    before, after = metrics["before"]["categories"], metrics["after"]["categories"]
     heldout = [row for _, row in iter_jsonl(run.out / "data" / "heldout.jsonl")]
     report = {
         "models": {"before": run.before_model, "after": run.after_model},
@@ -338,11 +339,9 @@ def stage_report(run: DemoRun) -> None:
         "table": table_rows(metrics["before"]["overall"], metrics["after"]["overall"]),
         "overall": {w: m["overall"] for w, m in metrics.items()},
         "reading": reading_line(metrics["after"]["overall"]),
-        "groups": {group: {"pairs": metrics["after"]["categories"][group]["n"],
-                           "table": table_rows(metrics["before"]["categories"][group],
-                                               metrics["after"]["categories"][group]),
-                           "reading": reading_line(metrics["after"]["categories"][group], explain=False)}
-                   for group in (SAME_SOURCE, OTHER_SOURCES) if group in metrics["after"]["categories"]},
+        "groups": {group: {"pairs": after[group]["n"], "table": table_rows(before[group], after[group]),
+                           "reading": reading_line(after[group], explain=False)}
+                   for group in (SAME_SOURCE, OTHER_SOURCES) if group in after},
         "examples": json.loads((run.out / "examples.json").read_text(encoding="utf-8")),
         "stage_seconds": {n: run.stages.seconds(n) for n in stage_names(run.cfg.minutes) if run.stages.done(n)},
         "train": None,
