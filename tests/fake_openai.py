@@ -80,8 +80,11 @@ class FakeOpenAIServer:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client cancelled this request (a stream left early): nothing to answer
 
             def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":

@@ -126,14 +126,16 @@ class OpenAIBackend(Backend):
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _one(self, client, sem, i: int, messages: Messages, params: SamplingParams):
+    async def _one(self, client, sem, i: int, messages: Messages, params: SamplingParams,
+                   left: threading.Event | None = None):
         try:
-            return await self._one_unlabelled(client, sem, i, messages, params)
+            return await self._one_unlabelled(client, sem, i, messages, params, left)
         except BackendError as exc:
             exc.index = i  # which prompt failed, so callers can keep per-prompt errors
             raise
 
-    async def _one_unlabelled(self, client, sem, i: int, messages: Messages, params: SamplingParams):
+    async def _one_unlabelled(self, client, sem, i: int, messages: Messages, params: SamplingParams,
+                              left: threading.Event | None):
         comps: list[Completion] = []
         seed = prompt_seed(params.seed, messages)
         head = prefill(messages)
@@ -144,6 +146,9 @@ class OpenAIBackend(Backend):
         # Ask for n at once; a server that returns fewer choices (some ignore n) is asked again.
         while len(comps) < params.n:
             async with sem:
+                if left is not None and left.is_set():
+                    # The caller left the stream: a slot freed before this task's cancel arrived sends nothing.
+                    raise asyncio.CancelledError
                 resp = await self._with_retries(
                     client.chat.completions.create,
                     "POST /chat/completions",
@@ -176,12 +181,14 @@ class OpenAIBackend(Backend):
         if not prompts:
             return
         io = self._thread()
-        futures = [io.submit(lambda client, sem, i=i, m=m: self._one(client, sem, i, m, params))
+        left = threading.Event()
+        futures = [io.submit(lambda client, sem, i=i, m=m: self._one(client, sem, i, m, params, left))
                    for i, m in enumerate(prompts)]
         try:
             for fut in concurrent.futures.as_completed(futures):
                 yield fut.result()  # re-raises BackendError; the finally cancels the rest
         finally:
+            left.set()  # set before the cancels, which reach the loop one callback at a time
             for fut in futures:
                 fut.cancel()  # cancels the request's task on the loop (a no-op once it is done)
 
