@@ -118,7 +118,7 @@ def test_gpu_recipes_match_the_paper():
 
 # --- The chain ---------------------------------------------------------------------------------------
 # Fields a command reads a path or a model from; what each command writes is derived in _outputs.
-INPUT_FIELDS = ("source", "inputs", "train_file", "data", "model_name_or_path", "model", "verify_with", "embedder")
+INPUT_FIELDS = ("source", "inputs", "exclude", "train_file", "data", "model_name_or_path", "model", "verify_with", "embedder")
 EMBEDDED = {"embedded", "smollm2-135m"}  # names of the model that ships with j1
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?")  # owner/name, an optional :config
 

@@ -135,6 +135,32 @@ def test_duplicate_ids_across_inputs_taken_once(files, tmp_path):
     assert len(read_train_rows(tmp_path / "o" / "train.jsonl")) == 2 * 60
 
 
+def test_exclude_drops_pairs_sharing_a_prompt_or_response_before_the_draw(files, tmp_path, capsys):
+    chat, math = files
+    held = _write(tmp_path / "eval.jsonl", [
+        PairRecord("e1", "chat  prompt 3", "x", "y", "chat", "e"),     # the prompt of chat003 and chat043
+        PairRecord("e2", "other", "good 7", "z", "chat", "e"),         # the chosen of chat007 and math007
+        PairRecord("e3", "other 2", "w", " bad\t12 ", "chat", "e"),   # chat012's and math012's rejected
+        PairRecord("e4", "math prompt 5", "good 5", "v", "math", "e"),  # math005 (prompt, chosen), chat005
+    ])
+    out = tmp_path / "o"
+    assert main(["synth", "mix", "--inputs", f"{chat}:55", f"{math}:all", "--exclude", str(held),
+                 "--out_dir", str(out), "--heldout_fraction", "0"]) == 0
+    ab = [r for r in read_train_rows(out / "train.jsonl") if r.order == "AB"]
+    ids = {r.pair_id for r in ab}
+    gone = {"chat003", "chat043", "chat005", "chat007", "chat012", "math005", "math007", "math012"}
+    assert len(ab) == 55 + 27 and not ids & gone
+    stats = json.loads((out / "mix.stats.json").read_text())
+    assert stats["inputs"][str(chat)] == {"available": 55, "drawn": 55, "kinds": {"chat": 55}, "excluded": 5}
+    assert stats["inputs"][str(math)]["excluded"] == 3 and stats["exclude"] == [str(held)]
+    # N counts the pairs left after the exclusion
+    assert main(["synth", "mix", "--inputs", f"{chat}:56", "--exclude", str(held), "--out_dir", str(out)]) == 2
+    assert re.search(r"asks for 56 pairs but .* has 55", capsys.readouterr().err)
+    assert main(["synth", "mix", "--inputs", str(chat), "--exclude", str(tmp_path / "no.jsonl"),
+                 "--out_dir", str(out)]) == 2
+    assert "--exclude" in capsys.readouterr().err
+
+
 def test_bad_pair_file_names_line_and_field(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(dumps(_pairs("chat", 1)[0]) + "\n" + json.dumps({"id": "x", "prompt": "p", "chosen": "c"}) + "\n")

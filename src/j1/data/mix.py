@@ -2,7 +2,9 @@
 
 Amounts: each input is ``PATH[:N]``; N pairs are drawn from that file without replacement (seeded;
 more than the file holds is an error), no N or ``all`` takes every pair. The paper's mixture is
-``chat.jsonl:17000 math.jsonl:5000``. Pairs with an id seen in an earlier input are skipped.
+``chat.jsonl:17000 math.jsonl:5000``. Pairs with an id seen in an earlier input are skipped, and so are
+pairs that share a prompt or a response text with a pair of an ``exclude`` file (an evaluation set the
+training data must not touch), before the draw: N counts the pairs left.
 
 Held-out split BY PROMPT: the drawn pairs are grouped by prompt text (whitespace-normalised, so
 the same prompt under two pair ids is one group), groups are ordered by ``sha256(seed, prompt)``,
@@ -94,11 +96,33 @@ def split_by_prompt(pairs: list[PairRecord], heldout_fraction: float, seed: int)
     return train, heldout
 
 
-def mix(inputs: list[str], heldout_fraction: float, seed: int) -> tuple[list[PairRecord], list[PairRecord], dict]:
+def texts(pair: PairRecord) -> set[str]:
+    """The pair's prompt and responses, whitespace-normalised: what an excluded pair may not share.
+
+    >>> sorted(texts(PairRecord("i", " q  1", "a", "b\\n", "k", "s")))
+    ['a', 'b', 'q 1']
+    """
+    return {prompt_key(t) for t in (pair.prompt, pair.chosen, pair.rejected)}
+
+
+def excluded_texts(paths: list[str]) -> set[str]:
+    out: set[str] = set()
+    for spec in paths:
+        path = Path(spec)
+        if not path.exists():
+            raise FileNotFoundError(f"--exclude {spec!r}: no such pair file")
+        for p in read_pairs(path):
+            out |= texts(p)
+    return out
+
+
+def mix(inputs: list[str], heldout_fraction: float, seed: int,
+        exclude: list[str] = ()) -> tuple[list[PairRecord], list[PairRecord], dict]:
     """Draw the pairs of each input, then split by prompt. Returns (train, heldout, per-input counts)."""
     drawn: list[PairRecord] = []
     seen: set[str] = set()
     per_input: dict[str, dict] = {}
+    banned = excluded_texts(list(exclude))
     for spec in inputs:
         path, n = parse_input(spec)
         if not path.exists():
@@ -106,16 +130,19 @@ def mix(inputs: list[str], heldout_fraction: float, seed: int) -> tuple[list[Pai
         records = read_pairs(path)
         if not records:
             raise ValueError(f"--inputs {spec!r}: {path} has no pairs")
-        pairs = [p for p in records if p.id not in seen]
+        fresh = [p for p in records if p.id not in seen]
+        pairs = [p for p in fresh if not texts(p) & banned]
         if n is not None and n > len(pairs):
             raise ValueError(f"--inputs {spec!r}: asks for {n} pairs but {path} has {len(pairs)} new ones; "
                              f"lower N or use {path}:all")
         take = pairs if n is None else random.Random(f"{seed}:{path.name}").sample(pairs, n)
-        take.sort(key=lambda p: p.id)  # output order independent of the draw order
         seen.update(p.id for p in take)
         drawn.extend(take)
         per_input[str(path)] = {"available": len(pairs), "drawn": len(take),
                                 "kinds": dict(Counter(p.kind for p in take))}
+        if banned:
+            per_input[str(path)]["excluded"] = len(fresh) - len(pairs)
+    drawn.sort(key=lambda p: p.id)  # output order independent of the draw order and of the inputs' order
     train, heldout = split_by_prompt(drawn, heldout_fraction, seed)
     return train, heldout, per_input
 
@@ -129,7 +156,7 @@ def run_mix_config(cfg) -> dict:
     from j1.schema import write_json_atomic
 
     started = time.time()
-    train, heldout, per_input = mix(cfg.inputs, cfg.heldout_fraction, cfg.seed)
+    train, heldout, per_input = mix(cfg.inputs, cfg.heldout_fraction, cfg.seed, cfg.exclude)
     out = Path(cfg.out_dir)
     for name in OUTPUTS:  # a rerun after a kill: the whole files are rewritten, half-written temps go
         remove_stale_temps(out / name)
@@ -143,6 +170,7 @@ def run_mix_config(cfg) -> dict:
         "heldout": {"pairs": len(heldout), "rows": n_held, "kinds": dict(Counter(p.kind for p in heldout)),
                     "prompts": len({prompt_key(p.prompt) for p in heldout})},
         "heldout_fraction": cfg.heldout_fraction,
+        "exclude": list(cfg.exclude),
         "seed": cfg.seed,
         "out_dir": str(out),
     }

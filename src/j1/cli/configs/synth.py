@@ -180,6 +180,11 @@ class MixConfig:
         default=0.05, metadata={"help": "Share of distinct prompts held out (split by prompt, seeded)."}
     )
     seed: int = field(default=0, metadata={"help": "Seed of the draw, the split and the A/B placement."})
+    exclude: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Pair files to keep out (evaluation sets): an input pair is dropped before the draw when "
+                  "its prompt or one of its responses is a prompt or response there (whitespace-normalised)."},
+    )
 
     def __post_init__(self) -> None:
         if not self.inputs:
