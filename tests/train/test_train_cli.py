@@ -65,6 +65,33 @@ def test_lora_on_the_last_blocks_only(tiny_model, pair_file, tmp_path):
                                                  "up_proj", "v_proj"]
 
 
+def test_init_adapter_starts_the_lora_from_a_trained_judge(tiny_model, pair_file, tmp_path, capsys):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    lora = ["--use_peft", "true", "--lora_r", "4", "--lora_target_modules", "all-linear"]
+    first = tmp_path / "first"
+    assert _train(tiny_model, pair_file, first, "--max_steps", "1", *lora) == 0
+    # values no fresh LoRA has (its B starts at zero, its A is random): seeded noise on every tensor
+    gen = torch.Generator().manual_seed(0)
+    saved = first / "final" / "adapter_model.safetensors"
+    trained = {k: v + torch.randn(v.shape, generator=gen, dtype=v.dtype) for k, v in load_file(saved).items()}
+    save_file(trained, saved)
+    # a learning rate of zero keeps the starting LoRA: the saved adapter is the one it started from
+    again = tmp_path / "again"
+    assert _train(tiny_model, pair_file, again, "--max_steps", "1", "--learning_rate", "0", *lora,
+                  "--init_adapter", str(first / "final")) == 0
+    kept = load_file(again / "final" / "adapter_model.safetensors")
+    assert kept.keys() == trained.keys() and all((kept[k] == trained[k]).all() for k in kept)
+    assert json.loads((again / "run.json").read_text())["config"]["j1"]["init_adapter"] == str(first / "final")
+    # another rank does not fit: one line naming the flag, exit 2
+    capsys.readouterr()
+    assert _train(tiny_model, pair_file, tmp_path / "r8", "--max_steps", "1", "--use_peft", "true", "--lora_r", "8",
+                  "--lora_target_modules", "all-linear", "--init_adapter", str(first / "final")) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--init_adapter" in err.splitlines()[-1] and "does not match" in err
+
+
 def test_bf16_mixed_precision_with_the_shared_prompt(tiny_model, pair_file, tmp_path):
     # accelerate autocasts model.forward, not the layers j1.decode steps through: the prompt's cache comes
     # back partly in bf16 and must meet the steps' fp32 (this crashed before decode cast it)

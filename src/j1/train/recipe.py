@@ -67,6 +67,34 @@ def restrict_lora_layers(peft_config, model_path: str, last: int):
     return peft_config
 
 
+def init_lora(model, name: str, base_path: str) -> None:
+    """Copy the LoRA weights of the adapter ``name`` (a judge folder or a shipped judge) into ``model``'s
+    fresh LoRA: every LoRA weight must be set and every adapter tensor used, so only a matching
+    adapter (same rank, targets and layers) on the same base loads."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from j1.judges import judge_weights
+
+    found = judge_weights(name)
+    weights = Path(found.adapter) / "adapter_model.safetensors" if found.adapter else None
+    if weights is None or not weights.is_file():
+        raise ValueError(f"--init_adapter {name}: no adapter_model.safetensors there (a LoRA judge folder or name)")
+    if Path(found.weights).resolve() != Path(base_path).resolve():
+        raise ValueError(f"--init_adapter {name}: an adapter of {found.weights}, not of {base_path}")
+    mismatch = (f"--init_adapter {name}: its LoRA does not match this run's (lora_r, lora_target_modules, "
+                "lora_last_layers)")
+    try:
+        result = set_peft_model_state_dict(model, load_file(weights))
+    except RuntimeError as exc:  # torch's size mismatch: another rank
+        raise ValueError(f"{mismatch}: {str(exc).count('size mismatch')} tensors of another shape") from None
+    missing = [k for k in result.missing_keys if "lora_" in k]
+    if result.unexpected_keys or missing:
+        raise ValueError(f"{mismatch}: {len(missing)} LoRA weights unset, {len(result.unexpected_keys)} adapter "
+                         "tensors unused")
+    log.info("LoRA initialised from %s (%d tensors)", weights, len(load_file(weights)))
+
+
 def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     """A J1GRPOTrainer from the three parsed configs of ``j1 train``.
 
@@ -125,6 +153,10 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
         options=j1cfg.options(),
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
     )
+    if j1cfg.init_adapter is not None:
+        if peft_config is None:
+            raise ValueError("--init_adapter needs --use_peft")
+        init_lora(trainer.model, j1cfg.init_adapter, path)
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
             "reward_weights": weights, **counts}
     return trainer, info

@@ -116,6 +116,11 @@ class TrainConfig:
         metadata={"help": "With --use_peft: LoRA on the last N decoder blocks only (backward stops there: a "
                   "cheaper CPU step)."},
     )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: start the LoRA from this adapter (a judge folder or a shipped judge's "
+                  "name, e.g. j1-135m) instead of from zero; its LoRA settings must match this run's."},
+    )
     max_minutes: float | None = field(
         default=None,
         metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
