@@ -126,8 +126,7 @@ class OpenAIBackend(Backend):
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _one(self, client, sem, i: int, messages: Messages, params: SamplingParams,
-                   left: threading.Event | None = None):
+    async def _one(self, client, sem, i: int, messages: Messages, params: SamplingParams, left: threading.Event):
         try:
             return await self._one_unlabelled(client, sem, i, messages, params, left)
         except BackendError as exc:
@@ -135,7 +134,7 @@ class OpenAIBackend(Backend):
             raise
 
     async def _one_unlabelled(self, client, sem, i: int, messages: Messages, params: SamplingParams,
-                              left: threading.Event | None):
+                              left: threading.Event):
         comps: list[Completion] = []
         seed = prompt_seed(params.seed, messages)
         head = prefill(messages)
@@ -146,7 +145,7 @@ class OpenAIBackend(Backend):
         # Ask for n at once; a server that returns fewer choices (some ignore n) is asked again.
         while len(comps) < params.n:
             async with sem:
-                if left is not None and left.is_set():
+                if left.is_set():
                     # The caller left the stream: a slot freed before this task's cancel arrived sends nothing.
                     raise asyncio.CancelledError
                 resp = await self._with_retries(

@@ -84,15 +84,16 @@ def init_lora(model, name: str, base_path: str) -> None:
         raise ValueError(f"--init_adapter {name}: an adapter of {found.weights}, not of {base_path}")
     mismatch = (f"--init_adapter {name}: its LoRA does not match this run's (lora_r, lora_target_modules, "
                 "lora_last_layers)")
+    state = load_file(weights)
     try:
-        result = set_peft_model_state_dict(model, load_file(weights))
+        result = set_peft_model_state_dict(model, state)
     except RuntimeError as exc:  # torch's size mismatch: another rank
         raise ValueError(f"{mismatch}: {str(exc).count('size mismatch')} tensors of another shape") from None
     missing = [k for k in result.missing_keys if "lora_" in k]
     if result.unexpected_keys or missing:
         raise ValueError(f"{mismatch}: {len(missing)} LoRA weights unset, {len(result.unexpected_keys)} adapter "
                          "tensors unused")
-    log.info("LoRA initialised from %s (%d tensors)", weights, len(load_file(weights)))
+    log.info("LoRA initialised from %s (%d tensors)", weights, len(state))
 
 
 def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
@@ -141,6 +142,8 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
         if peft_config is None:
             raise ValueError("--lora_last_layers needs --use_peft")
         peft_config = restrict_lora_layers(peft_config, path, j1cfg.lora_last_layers)
+    if j1cfg.init_adapter is not None and peft_config is None:
+        raise ValueError("--init_adapter needs --use_peft")
     trainer = J1GRPOTrainer(
         model=path,
         reward_funcs=funcs,
@@ -154,8 +157,6 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
     )
     if j1cfg.init_adapter is not None:
-        if peft_config is None:
-            raise ValueError("--init_adapter needs --use_peft")
         init_lora(trainer.model, j1cfg.init_adapter, path)
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
             "reward_weights": weights, **counts}
