@@ -246,7 +246,7 @@ def _truncate_torn_tail(path: Path) -> None:
 
 @dataclass
 class PairRecord:
-    """A training/evaluation pair with a known winner (issue #4 line format)."""
+    """A training/evaluation pair with a known winner: one line of a pair file (``j1 synth``)."""
 
     id: str
     prompt: str

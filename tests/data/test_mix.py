@@ -161,6 +161,20 @@ def test_exclude_drops_pairs_sharing_a_prompt_or_response_before_the_draw(files,
     assert "--exclude" in capsys.readouterr().err
 
 
+def test_exclude_takes_another_mixs_rows(files, tmp_path):
+    # A held-out split (rows in both orders) keeps its pairs out of a second draw from other files.
+    chat, math = files
+    first = tmp_path / "first"
+    assert main(["synth", "mix", "--inputs", str(chat), "--heldout_fraction", "0.2", "--out_dir", str(first)]) == 0
+    held = {r.prompt for r in read_train_rows(first / "heldout.jsonl")}
+    assert len(held) == 8  # 8 of the 40 prompts, 11 of the 60 pairs
+    second = tmp_path / "second"
+    assert main(["synth", "mix", "--inputs", str(chat), "--exclude", str(first / "heldout.jsonl"),
+                 "--heldout_fraction", "0", "--out_dir", str(second)]) == 0
+    rows = read_train_rows(second / "train.jsonl")
+    assert not {r.prompt for r in rows} & held and len(rows) == 2 * 49
+
+
 def test_bad_pair_file_names_line_and_field(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(dumps(_pairs("chat", 1)[0]) + "\n" + json.dumps({"id": "x", "prompt": "p", "chosen": "c"}) + "\n")

@@ -43,6 +43,8 @@ def test_math_solution_field_detected():
     ({"problem": "p", "solution": "s", "answer": "a"}, ("problem", "answer")),  # short answer preferred
     ({"problem": "p", "solution": "s"}, ("problem", "solution")),
     ({"problem": "p", "final_answer": "3"}, ("problem", "final_answer")),
+    ({"instruction": "i", "input": "", "output": "o"}, ("instruction", "output")),  # Alpaca
+    ({"question": "q", "instruction": "i", "output": "o", "answer": "a"}, ("question", "answer")),
 ])
 def test_detect_math_fields(row, expected):
     assert detect_math_fields(row, "f:1") == expected
@@ -59,6 +61,18 @@ def test_math_field_overrides_and_numeric_answers(tmp_path):
     src = _write(tmp_path / "custom.jsonl", [{"q": "1+1?", "gold": 2}, {"q": "2+2?", "gold": "4"}])
     problems = load_math_problems(str(src), prompt_field="q", answer_field="gold")
     assert [(p.prompt, p.answer) for p in problems] == [("1+1?", "2"), ("2+2?", "4")]
+
+
+def test_alpaca_input_is_part_of_the_question(tmp_path):
+    # Without its input, "Sort these names." is not the question its output answers.
+    src = _write(tmp_path / "alpaca.jsonl", [{"instruction": "Sort these names.", "input": "Bo, Al", "output": "Al, Bo"},
+                                             {"instruction": "Say hi.", "input": "  ", "output": "Hi!"}])
+    for problems in (load_math_problems(str(src)),
+                     load_math_problems(str(src), prompt_field="instruction", answer_field="output")):
+        assert [(p.prompt, p.answer) for p in problems] == [("Sort these names.\n\nBo, Al", "Al, Bo"), ("Say hi.", "Hi!")]
+        assert problems[0].id == pair_id("alpaca.jsonl", "Sort these names.\n\nBo, Al")
+    with pytest.raises(RowError, match=r"bad\.jsonl:1: field 'input' must be str"):
+        load_math_problems(str(_write(tmp_path / "bad.jsonl", [{"instruction": "i", "input": 3, "output": "o"}])))
 
 
 def test_math_missing_answer_names_file_line_and_field():

@@ -106,13 +106,16 @@ def texts(pair: PairRecord) -> set[str]:
 
 
 def excluded_texts(paths: list[str]) -> set[str]:
+    """The texts of every pair in ``paths``: pair files or the train/held-out rows of another mix."""
+    from j1.train.data import load_pairs
+
     out: set[str] = set()
     for spec in paths:
         path = Path(spec)
         if not path.exists():
             raise FileNotFoundError(f"--exclude {spec!r}: no such pair file")
-        for p in read_pairs(path):
-            out |= texts(p)
+        for p in load_pairs(path):
+            out |= {prompt_key(t) for t in (p.prompt, p.response_a, p.response_b)}
     return out
 
 

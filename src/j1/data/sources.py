@@ -7,7 +7,8 @@ Face dataset id (``openai/gsm8k``, ``openai/gsm8k:main`` for a config) loaded wi
 Schemas recognised by themselves (``--prompt-field``/``--answer-field`` override them):
 
 - math: GSM8K ``question`` + ``answer`` ending ``#### x``; MATH ``problem`` + ``answer`` (or
-  ``solution`` with a ``\\boxed{}``).
+  ``solution`` with a ``\\boxed{}``); for mismatch pairs also Alpaca ``instruction`` (+ ``input``, as
+  below) + ``output``.
 - chat: ``messages``/``conversation`` (first user turn; WildChat, ShareGPT-like ``conversations``
   with ``from``/``value``), Alpaca ``instruction`` + ``input`` (input appended after a blank line;
   the self-instruct seed tasks keep it in ``instances[0].input``), Arena-Hard ``prompt`` (a string or
@@ -110,7 +111,11 @@ def detect_math_fields(row: dict, where: str) -> tuple[str, str]:
     ('question', 'answer')
     >>> detect_math_fields({"problem": "p", "solution": "so \\\\boxed{2}"}, "f:1")
     ('problem', 'solution')
+    >>> detect_math_fields({"instruction": "i", "input": "", "output": "o"}, "f:1")
+    ('instruction', 'output')
     """
+    if "instruction" in row and "output" in row and not any(f in row for f in _MATH_PROMPT_FIELDS):
+        return "instruction", "output"  # Alpaca: instructions with their reference outputs
     prompt_field = next((f for f in _MATH_PROMPT_FIELDS if f in row), None)
     if prompt_field is None:
         raise RowError(
@@ -148,7 +153,8 @@ def load_math_problems(
             pf, af = detect_math_fields(row, where) if not (prompt_field and answer_field) else (None, None)
             fields = (prompt_field or pf, answer_field or af)
             log.info("%s: problem field %r, answer field %r", name, *fields)
-        prompt = require(row, fields[0], str, where)
+        # An Alpaca instruction without its input ("Sort the following list.") is not the question.
+        prompt = chat_prompt(row, where) if fields[0] == "instruction" else require(row, fields[0], str, where)
         answer = row.get(fields[1])
         if isinstance(answer, (int, float)) and not isinstance(answer, bool):
             answer = str(answer)

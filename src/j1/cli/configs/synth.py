@@ -138,7 +138,8 @@ class SynthMismatchConfig:
 
     source: str | None = field(
         default=None, metadata={"help": "Questions with gold answers: a local .jsonl/.json/.parquet file or a Hugging "
-                                "Face dataset id (id:config, e.g. openai/gsm8k:main); GSM8K and MATH fields are detected."})
+                                "Face dataset id (id:config, e.g. openai/gsm8k:main); GSM8K, MATH and Alpaca fields are detected (an Alpaca "
+                                "input is appended to its instruction)."})
     out: str | None = field(default=None, metadata={"help": "Pair file (.jsonl) to write; OUT.run.json beside it."})
     pairs: int = field(default=500, metadata={"help": "Pairs to write, one per question."})
     max_words: int = field(
@@ -182,7 +183,7 @@ class MixConfig:
     seed: int = field(default=0, metadata={"help": "Seed of the draw, the split and the A/B placement."})
     exclude: list[str] = field(
         default_factory=list,
-        metadata={"help": "Pair files to keep out (evaluation sets): an input pair is dropped before the draw when "
+        metadata={"help": "Pair files, or another mix's train/held-out rows, to keep out (evaluation sets): an input pair is dropped before the draw when "
                   "its prompt or one of its responses is a prompt or response there (whitespace-normalised)."},
     )
 
