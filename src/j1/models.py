@@ -29,9 +29,15 @@ def native_bf16() -> bool:
 
     if torch.cuda.is_available():
         return torch.cuda.is_bf16_supported()
-    cpu = torch.cpu
+    return cpu_native_bf16()
+
+
+def cpu_native_bf16() -> bool:
+    """Whether this CPU has AVX-512 BF16 or AMX (without them torch emulates bf16 matrix products)."""
+    import torch
+
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # private, so looked up, not assumed
-    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
 
 
 def cache_root(env: dict[str, str] | None = None) -> Path:

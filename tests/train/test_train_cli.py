@@ -46,7 +46,12 @@ def test_train_logs_checkpoints_and_resumes(tiny_model, pair_file, tmp_path):
     # the final judge is the LoRA adapter alone, with a manifest naming its base
     final = out / "final"
     assert (final / "adapter_config.json").exists() and not (final / "config.json").exists()
-    assert json.loads((final / "judge.json").read_text())["base_model"] == os.path.relpath(tiny_model, final)
+    manifest = json.loads((final / "judge.json").read_text())
+    assert manifest["base_model"] == os.path.relpath(tiny_model, final)
+    # every checkpoint is a judge too: the same manifest, its base named from the checkpoint's folder
+    for step in (1, 2):
+        saved = json.loads((out / f"checkpoint-{step}" / "judge.json").read_text())
+        assert saved == {**manifest, "name": f"checkpoint-{step}"}
 
     # resume from the newest checkpoint to step 3: the log keeps steps 1..3 once each
     assert _train(tiny_model, pair_file, out, "--max_steps", "3", "--resume_from_checkpoint", "latest", *lora) == 0

@@ -1,10 +1,12 @@
-"""Logging callbacks: every trainer log line also goes to ``OUTPUT_DIR/log.jsonl``."""
+"""Trainer callbacks: every log line also goes to ``OUTPUT_DIR/log.jsonl``; a time box; a manifest in
+every checkpoint."""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -75,3 +77,18 @@ class TimeLimitCallback(TrainerCallback):
             control.should_training_stop = True
             control.should_save = True
         return control
+
+
+class CheckpointManifestCallback(TrainerCallback):
+    """Write a judge manifest (``judge.json``) into every checkpoint folder, so that a checkpoint is a
+    judge ``--model`` takes as it is, like ``final``. ``manifest(folder)`` builds it for a folder."""
+
+    def __init__(self, manifest: Callable[[Path], object]):
+        self.manifest = manifest
+
+    def on_save(self, args, state, control, **kwargs):
+        from j1.judges import write_manifest
+
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            write_manifest(folder, self.manifest(folder))

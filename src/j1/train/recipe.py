@@ -163,18 +163,55 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     return trainer, info
 
 
+def emulated_bf16_warning(bf16: bool, use_cpu: bool, native: bool | None = None) -> str | None:
+    """The warning for bf16 training that the hardware only emulates (``native``: ``j1.models.cpu_native_bf16``).
+
+    >>> emulated_bf16_warning(True, True, native=False).split(":")[0]
+    '--bf16 true on a CPU without native bfloat16 (AVX-512 BF16 or AMX)'
+    >>> emulated_bf16_warning(True, True, native=True), emulated_bf16_warning(False, True, native=False)
+    (None, None)
+    """
+    if not bf16:
+        return None
+    if native is None:
+        import torch
+
+        from j1.models import cpu_native_bf16
+
+        if torch.cuda.is_available() and not use_cpu:
+            return None
+        native = cpu_native_bf16()
+    if native:
+        return None
+    return ("--bf16 true on a CPU without native bfloat16 (AVX-512 BF16 or AMX): its matrix products are "
+            "emulated, several times slower than fp32; use --bf16 false here")
+
+
 def run_train(j1cfg, grpo_args, model_args) -> dict:
     """Train, save the judge to OUTPUT_DIR/final (a LoRA adapter or a full model, with its manifest
     ``judge.json``) and write OUTPUT_DIR/run.json; returns run.json's content."""
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME
     from j1.runinfo import write_run_json
+    from j1.train.callbacks import CheckpointManifestCallback
 
     started = time.time()
+    warning = emulated_bf16_warning(grpo_args.bf16, grpo_args.use_cpu)
+    if warning:
+        log.warning(warning)
     out = Path(grpo_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     resume = resolve_checkpoint(grpo_args.resume_from_checkpoint, str(out))
-    trainer, info = build_trainer(j1cfg, grpo_args, model_args)
+    base = model_args.model_name_or_path or EMBEDDED_NAME
+
+    def manifest(folder: Path, lora: bool | None = None):
+        lora = (folder / "adapter_config.json").exists() if lora is None else lora
+        return trained_manifest(
+            formulation=j1cfg.formulation, template=j1cfg.template, prefill=j1cfg.assistant_prefill,
+            max_new_tokens=grpo_args.max_completion_length, base_model=base if lora else None,
+            judge_dir=folder, trained_by="j1 train")
+
+    trainer, info = build_trainer(j1cfg, grpo_args, model_args, callbacks=[CheckpointManifestCallback(manifest)])
     config = {"j1": dataclasses.asdict(j1cfg), "grpo": grpo_args.to_dict(), "model": dataclasses.asdict(model_args)}
     is_main = trainer.accelerator.is_main_process
     if is_main:
@@ -185,20 +222,17 @@ def run_train(j1cfg, grpo_args, model_args) -> dict:
     final = out / "final"
     if is_main and final.exists():  # a resumed run's final replaces the old one whole, no stale weights left
         shutil.rmtree(final)
-    if hasattr(model, "merge_and_unload") and not trainer.is_deepspeed_enabled:
+    lora = hasattr(model, "merge_and_unload") and not trainer.is_deepspeed_enabled
+    if lora:
         # LoRA: the adapter alone (MBs); j1 judge/eval/probe load it on the base its manifest names.
         if is_main:
             model.save_pretrained(str(final))
-        base = model_args.model_name_or_path or EMBEDDED_NAME
     else:
         trainer.save_model(str(final))
-        base = None
     run = {}
     if is_main:
         trainer.processing_class.save_pretrained(str(final))
-        write_manifest(final, trained_manifest(
-            formulation=j1cfg.formulation, template=j1cfg.template, prefill=j1cfg.assistant_prefill,
-            max_new_tokens=grpo_args.max_completion_length, base_model=base, judge_dir=final, trained_by="j1 train"))
+        write_manifest(final, manifest(final, lora))
         run = write_run_json(out / "run.json", command="j1 train", config=config, started=started,
                              status="done", resume_from=resume, data=info, global_step=trainer.state.global_step,
                              train_metrics=result.metrics)
