@@ -138,4 +138,21 @@ def test_embedded_model_greedy_matches_generate(dtype):
     with torch.no_grad():
         ref = model.generate(input_ids=ids, attention_mask=mask, **kw)
         got = decode.generate(model, ids, mask, decode.sampling_for(model, kw))
-    assert torch.equal(got, ref)
+    if dtype == torch.float32:
+        assert torch.equal(got, ref)
+        return
+    # bf16 logits tie often (8 bits of mantissa), and where the CPU only emulates bf16 the two paths round
+    # differently: a row may part from generate only where its two tokens are tied in generate's own logits.
+    assert got.shape == ref.shape and torch.equal(got[:, : ids.shape[1]], ref[:, : ids.shape[1]])
+    for row in range(ref.shape[0]):
+        diff = (got[row] != ref[row]).nonzero()
+        if len(diff) == 0:
+            continue
+        at = int(diff[0])
+        extra = torch.ones(1, at - ids.shape[1], dtype=mask.dtype)
+        with torch.no_grad():
+            logits = model(input_ids=ref[row : row + 1, :at],
+                           attention_mask=torch.cat([mask[row : row + 1], extra], 1)).logits[0, -1].float()
+        best = float(logits.max())
+        ulp = 2.0 ** -7 * abs(best)  # one bf16 step at this magnitude
+        assert best - float(logits[got[row, at]]) <= ulp, (row, at, best, float(logits[got[row, at]]))
