@@ -96,13 +96,13 @@ def split_by_prompt(pairs: list[PairRecord], heldout_fraction: float, seed: int)
     return train, heldout
 
 
-def texts(pair: PairRecord) -> set[str]:
-    """The pair's prompt and responses, whitespace-normalised: what an excluded pair may not share.
+def texts(prompt: str, *responses: str) -> set[str]:
+    """A pair's prompt and responses, whitespace-normalised: what an excluded pair may not share.
 
-    >>> sorted(texts(PairRecord("i", " q  1", "a", "b\\n", "k", "s")))
+    >>> sorted(texts(" q  1", "a", "b\\n"))
     ['a', 'b', 'q 1']
     """
-    return {prompt_key(t) for t in (pair.prompt, pair.chosen, pair.rejected)}
+    return {prompt_key(t) for t in (prompt, *responses)}
 
 
 def excluded_texts(paths: list[str]) -> set[str]:
@@ -115,7 +115,7 @@ def excluded_texts(paths: list[str]) -> set[str]:
         if not path.exists():
             raise FileNotFoundError(f"--exclude {spec!r}: no such pair file")
         for p in load_pairs(path):
-            out |= {prompt_key(t) for t in (p.prompt, p.response_a, p.response_b)}
+            out |= texts(p.prompt, p.response_a, p.response_b)
     return out
 
 
@@ -134,7 +134,7 @@ def mix(inputs: list[str], heldout_fraction: float, seed: int,
         if not records:
             raise ValueError(f"--inputs {spec!r}: {path} has no pairs")
         fresh = [p for p in records if p.id not in seen]
-        pairs = [p for p in fresh if not texts(p) & banned]
+        pairs = [p for p in fresh if not texts(p.prompt, p.chosen, p.rejected) & banned]
         if n is not None and n > len(pairs):
             raise ValueError(f"--inputs {spec!r}: asks for {n} pairs but {path} has {len(pairs)} new ones; "
                              f"lower N or use {path}:all")

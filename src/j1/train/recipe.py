@@ -163,25 +163,15 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     return trainer, info
 
 
-def emulated_bf16_warning(bf16: bool, use_cpu: bool, native: bool | None = None) -> str | None:
-    """The warning for bf16 training that the hardware only emulates (``native``: ``j1.models.cpu_native_bf16``).
+def emulated_bf16_warning(bf16: bool, on_cpu: bool, cpu_native: bool) -> str | None:
+    """The warning for bf16 training on a CPU that only emulates it (``j1.models.cpu_native_bf16``).
 
-    >>> emulated_bf16_warning(True, True, native=False).split(":")[0]
+    >>> emulated_bf16_warning(True, True, False).split(":")[0]
     '--bf16 true on a CPU without native bfloat16 (AVX-512 BF16 or AMX)'
-    >>> emulated_bf16_warning(True, True, native=True), emulated_bf16_warning(False, True, native=False)
+    >>> emulated_bf16_warning(True, True, True), emulated_bf16_warning(False, True, False)
     (None, None)
     """
-    if not bf16:
-        return None
-    if native is None:
-        import torch
-
-        from j1.models import cpu_native_bf16
-
-        if torch.cuda.is_available() and not use_cpu:
-            return None
-        native = cpu_native_bf16()
-    if native:
+    if not bf16 or not on_cpu or cpu_native:
         return None
     return ("--bf16 true on a CPU without native bfloat16 (AVX-512 BF16 or AMX): its matrix products are "
             "emulated, several times slower than fp32; use --bf16 false here")
@@ -190,13 +180,16 @@ def emulated_bf16_warning(bf16: bool, use_cpu: bool, native: bool | None = None)
 def run_train(j1cfg, grpo_args, model_args) -> dict:
     """Train, save the judge to OUTPUT_DIR/final (a LoRA adapter or a full model, with its manifest
     ``judge.json``) and write OUTPUT_DIR/run.json; returns run.json's content."""
+    import torch
+
     from j1.judges import trained_manifest, write_manifest
-    from j1.models import EMBEDDED_NAME
+    from j1.models import EMBEDDED_NAME, cpu_native_bf16
     from j1.runinfo import write_run_json
     from j1.train.callbacks import CheckpointManifestCallback
 
     started = time.time()
-    warning = emulated_bf16_warning(grpo_args.bf16, grpo_args.use_cpu)
+    warning = emulated_bf16_warning(grpo_args.bf16, grpo_args.use_cpu or not torch.cuda.is_available(),
+                                    cpu_native_bf16())
     if warning:
         log.warning(warning)
     out = Path(grpo_args.output_dir)
