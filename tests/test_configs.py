@@ -247,3 +247,14 @@ def test_run17_lab_recipe_is_the_measured_run():
     warmup = _load(REPO / "results/train/configs/warmup_j1_135m.yaml")
     assert warmup["template"] == "compact" and warmup["max_steps"] == 16
     assert run["j1"]["template"] == "digest" and run["model"]["model_name_or_path"].endswith("warmup-pav-compact")
+
+
+def test_pointwise_lab_recipe_is_the_measured_run():
+    """results/train/configs/pos_j1_135m.yaml holds the settings of the measured pointwise run
+    (results/train/pointwise/zero-run.json): every key it sets has the value the run used."""
+    run = json.loads((REPO / "results/train/pointwise/zero-run.json").read_text(encoding="utf-8"))["config"]
+    used = {**run["grpo"], **run["model"], **run["j1"]}
+    cfg = _load(REPO / "results/train/configs/pos_j1_135m.yaml")
+    used["report_to"] = used["report_to"] or "none"  # TRL stores report_to "none" as []
+    differ = {k: (v, used.get(k)) for k, v in cfg.items() if used.get(k) != v}
+    assert differ == {}

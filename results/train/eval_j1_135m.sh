@@ -12,15 +12,21 @@
 # Run from the repository root after the chain (configs/train/j1_135m_cpu.yaml); one lane per core:
 #   OMP_NUM_THREADS=2 bash results/train/eval_j1_135m.sh                       # judge = runs/j1-135m/train/final
 #   JUDGE=j1-135m WHICH=judge SETS="unseen" bash results/train/eval_j1_135m.sh  # the shipped copy
+# A pointwise judge is asked with its own prefill and length, e.g. (results/train/README.md, "Pointwise"):
+#   FORMAT=pos PREFILL=$'<think>I check the response against the request.</think>\n<score>' MAX_NEW=6 \
+#     GSM8K=runs/pos/gsm8k/heldout.jsonl JUDGE=runs/pos/zero/checkpoint-100 CARD=runs/pos/card-zero-100 bash results/train/eval_j1_135m.sh
+# SAMPLES=8 TEMPERATURE=1 asks N sampled judgments (a pointwise judge: their mean score).
 # Writes $CARD/{judge,base}-{set}/ (CARD=runs/j1-135m/card by default; j1 eval run folders; --resume continues them).
 set -euo pipefail
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} TOKENIZERS_PARALLELISM=false
 JUDGE=${JUDGE:-runs/j1-135m/train/final}
 CARD=${CARD:-runs/j1-135m/card}
-PREFILL=$'<think>I compare both responses with the request.</think>\n<answer>[['
-ASK=(--template digest --assistant_prefill "$PREFILL" --max_new_tokens 8 --temperature 0 --samples 1 --seed 0)
+FORMAT=${FORMAT:-pav}
+PREFILL=${PREFILL:-$'<think>I compare both responses with the request.</think>\n<answer>[['}
+ASK=(--format "$FORMAT" --template digest --assistant_prefill "$PREFILL" --max_new_tokens "${MAX_NEW:-8}"
+     --temperature "${TEMPERATURE:-0}" --samples "${SAMPLES:-1}" --seed 0)
 declare -A DATA=(
-  [gsm8k]="generic runs/j1-135m/data/heldout.jsonl"
+  [gsm8k]="generic ${GSM8K:-runs/j1-135m/data/heldout.jsonl}"
   [unseen]="generic src/j1/assets/data/heldout_mismatch.jsonl"
   [llmbar_mm]="generic src/j1/assets/data/llmbar_mismatch.jsonl"
   [chatval]="generic runs/chat/data/heldout.jsonl"
