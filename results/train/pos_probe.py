@@ -20,29 +20,17 @@ import torch
 from j1.chat import render, with_prefill
 from j1.formats import get_format
 from j1.judges import manifest_for
-from j1.probe import load_judge
+from j1.probe import load_judge, next_token_logprobs
 from j1.train.data import load_pairs
 
 POS_PREFILL = "<think>I check the response against the request.</think>\n<score>"
 
 
-def expected_scores(model, tokenizer, texts: list[str], batch_size: int = 8) -> list[float]:
+def expected_scores(model, tokenizer, texts: list[str]) -> list[float]:
+    """The expected digit after each text, from the digits' renormalised next-token probabilities."""
     digit_ids = [tokenizer(str(d), add_special_tokens=False).input_ids[-1] for d in range(10)]
-    values = torch.arange(10, dtype=torch.float32)
-    out = [0.0] * len(texts)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    with torch.no_grad():
-        for k in range(0, len(order), batch_size):
-            idx = order[k:k + batch_size]
-            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
-            mask = enc["attention_mask"]
-            logits = model(input_ids=enc["input_ids"], attention_mask=mask,
-                           position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
-            last = mask.shape[1] - 1 - mask.flip(1).int().argmax(dim=1)
-            p = torch.softmax(logits[torch.arange(len(idx)), last].float()[:, digit_ids], dim=-1)
-            for i, v in zip(idx, (p @ values).tolist(), strict=True):
-                out[i] = v
-    return out
+    logp = torch.tensor(next_token_logprobs(model, tokenizer, texts, digit_ids))
+    return (torch.softmax(logp, dim=-1) @ torch.arange(10, dtype=torch.float32)).tolist()
 
 
 def main(judge: str, data: str) -> None:
@@ -51,7 +39,6 @@ def main(judge: str, data: str) -> None:
     template, prefill = (manifest.template, manifest.assistant_prefill) if manifest else ("digest", POS_PREFILL)
     fmt = get_format("pos", template)
     model, tokenizer = load_judge(judge)
-    model.eval()
     pairs = load_pairs(data)
     texts = [render(tokenizer, with_prefill(fmt.render(p.prompt, r), prefill))
              for p in pairs for r in (p.response_a, p.response_b)]

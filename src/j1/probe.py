@@ -287,8 +287,9 @@ def letter_ids(tokenizer, text: str) -> tuple[int, int]:
     return ids[0], ids[1]
 
 
-def verdict_logodds(model, tokenizer, texts: Sequence[str], *, batch_size: int = 8, progress: bool = False) -> list[float]:
-    """log p(A) - log p(B) of the next token after each text (every text ends with ``<answer>[[``).
+def next_token_logprobs(model, tokenizer, texts: Sequence[str], token_ids: Sequence[int], *, batch_size: int = 8,
+                        progress: bool = False) -> list[list[float]]:
+    """log p(token) of each of ``token_ids`` as the next token after each text.
 
     Texts are batched by length (less padding) and results returned in input order. Position ids
     follow the attention mask, as in generation, so a row's value does not depend on its batch.
@@ -297,21 +298,20 @@ def verdict_logodds(model, tokenizer, texts: Sequence[str], *, batch_size: int =
         model: a causal LM (a PeftModel too).
         tokenizer: its tokenizer, with a pad token.
         texts: the forced texts (``forced_texts``).
+        token_ids: the tokens to read.
         batch_size: texts per forward pass.
         progress: show a progress bar.
 
     Returns:
-        One float per text.
+        One list per text, one log-probability per token id.
     """
     import torch
     from tqdm.auto import tqdm
 
-    if not texts:
-        return []
-    a_id, b_id = letter_ids(tokenizer, texts[0])
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out: list[float] = [0.0] * len(texts)
+    out: list[list[float]] = [[] for _ in texts]
     batches = [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+    ids = torch.tensor(list(token_ids))
     model.eval()
     with torch.no_grad():
         for idx in tqdm(batches, desc="probe", total=len(batches), disable=not progress):
@@ -319,12 +319,22 @@ def verdict_logodds(model, tokenizer, texts: Sequence[str], *, batch_size: int =
             mask = enc["attention_mask"]  # (b, L)
             position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
             logits = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=position_ids).logits
-            # The last real token of each row (left or right padding): its logits predict the letter.
+            # The last real token of each row (left or right padding): its logits predict the next token.
             last = mask.shape[1] - 1 - mask.flip(1).int().argmax(dim=1)  # (b,)
             logp = torch.log_softmax(logits[torch.arange(len(idx)), last].float(), dim=-1)  # (b, V)
-            for i, value in zip(idx, (logp[:, a_id] - logp[:, b_id]).tolist(), strict=True):
-                out[i] = value
+            for i, values in zip(idx, logp[:, ids].tolist(), strict=True):
+                out[i] = values
     return out
+
+
+def verdict_logodds(model, tokenizer, texts: Sequence[str], *, batch_size: int = 8, progress: bool = False) -> list[float]:
+    """log p(A) - log p(B) of the next token after each text (every text ends with ``<answer>[[``),
+    in input order and independent of the batch (``next_token_logprobs``)."""
+    if not texts:
+        return []
+    logp = next_token_logprobs(model, tokenizer, texts, letter_ids(tokenizer, texts[0]), batch_size=batch_size,
+                               progress=progress)
+    return [a - b for a, b in logp]
 
 
 # --- the command ------------------------------------------------------------------------------------
