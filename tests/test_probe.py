@@ -216,6 +216,12 @@ def test_verdict_logodds_do_not_depend_on_the_batch(tiny):
         logp = model(**tok(texts[4], return_tensors="pt", add_special_tokens=False)).logits[0, -1].log_softmax(-1)
     assert alone[4] == pytest.approx((logp[a] - logp[b]).item(), abs=1e-5)
     assert len(set(round(x, 6) for x in alone)) > 1  # a random model still reads different texts differently
+    # Right padding: the rows of a batch end at different columns, and each is read at its own.
+    tok.padding_side = "right"
+    try:
+        assert verdict_logodds(model, tok, texts, batch_size=3) == pytest.approx(alone, abs=1e-5)
+    finally:
+        tok.padding_side = "left"
 
 
 def test_an_adapter_is_applied_on_its_base(tiny_model, tmp_path):

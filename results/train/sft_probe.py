@@ -105,7 +105,8 @@ def main() -> None:
         target = torch.tensor([a_id if target_letter(r) == "A" else b_id for r in batch])
         model.train()
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        logits = model(**enc).logits[:, -1, :]  # left padding: the last position is the verdict letter
+        # Left padding: the last position is the verdict letter, and the LM head runs there only.
+        logits = model(**enc, logits_to_keep=1).logits[:, -1, :]
         if args.rl:
             loss = couple_pg_loss(logits.float(), target, args.rl)
         else:

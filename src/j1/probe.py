@@ -318,10 +318,15 @@ def next_token_logprobs(model, tokenizer, texts: Sequence[str], token_ids: Seque
             enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
             mask = enc["attention_mask"]  # (b, L)
             position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-            logits = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=position_ids).logits
             # The last real token of each row (left or right padding): its logits predict the next token.
             last = mask.shape[1] - 1 - mask.flip(1).int().argmax(dim=1)  # (b,)
-            logp = torch.log_softmax(logits[torch.arange(len(idx)), last].float(), dim=-1)  # (b, V)
+            # The LM head runs on those columns only, not on every position (a tenth of the pass, and a
+            # (b, L, vocab) tensor that is most of its memory).
+            keep = torch.unique(last)
+            logits = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=position_ids,
+                           logits_to_keep=keep).logits  # (b, len(keep), V)
+            column = torch.searchsorted(keep, last)
+            logp = torch.log_softmax(logits[torch.arange(len(idx)), column].float(), dim=-1)  # (b, V)
             for i, values in zip(idx, logp[:, ids].tolist(), strict=True):
                 out[i] = values
     return out
