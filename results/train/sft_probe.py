@@ -50,6 +50,9 @@ def main() -> None:
                     help="G > 0: replace the cross-entropy by run 16/17's RL update in this same harness: G letters "
                          "sampled per order from the model, correctness reward, advantages within each couple "
                          "(sample k of AB with sample k of BA), loss -mean(advantage x log p(sampled letter))")
+    ap.add_argument("--save-dir", default=None,
+                    help="at each evaluation, save the LoRA adapter as a judge folder DIR/step-N (the adapter plus "
+                         "j1-135m's judge.json without its metrics), which --model and --init_adapter take")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.manual_seed(args.seed)
@@ -89,6 +92,8 @@ def main() -> None:
         print(json.dumps(res), flush=True)
         log.write(json.dumps(res) + "\n")
         log.flush()
+        if args.save_dir and step and args.lora_layers:
+            save_judge(model, Path(args.save_dir) / f"step-{step}", step)
 
     print(f"{len(train)} training pairs, {len(held) // 2} held-out pairs", flush=True)
     t0 = time.time()
@@ -124,6 +129,21 @@ def main() -> None:
         opt.zero_grad()
         if step % args.eval_every == 0:
             evaluate(step, time.time() - t0)
+
+
+def save_judge(model, out: Path, step: int) -> None:
+    """The LoRA adapter as a judge folder on the embedded base: j1-135m's manifest (format, template,
+    prefill, generation defaults) without its metrics, since this adapter is asked the same way."""
+    from j1.judges import judge_weights
+
+    model.save_pretrained(str(out))
+    config = json.loads((out / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "smollm2-135m"
+    (out / "adapter_config.json").write_text(json.dumps(config, indent=2))
+    manifest = json.loads((Path(judge_weights("j1-135m").adapter) / "judge.json").read_text())
+    manifest.pop("metrics", None)
+    manifest.update(name=f"{out.parent.name}-{out.name}", trained_by=f"results/train/sft_probe.py, step {step}")
+    (out / "judge.json").write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 def couple_pg_loss(logits: torch.Tensor, target: torch.Tensor, g: int) -> torch.Tensor:
