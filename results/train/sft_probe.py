@@ -133,17 +133,14 @@ def main() -> None:
 
 def save_judge(model, out: Path, step: int) -> None:
     """The LoRA adapter as a judge folder on the embedded base: j1-135m's manifest (format, template,
-    prefill, generation defaults) without its metrics, since this adapter is asked the same way."""
-    from j1.judges import judge_weights
+    prefill, generation defaults, base) without its metrics, since this adapter is asked the same way."""
+    import dataclasses
+
+    from j1.judges import manifest_for, write_manifest
 
     model.save_pretrained(str(out))
-    config = json.loads((out / "adapter_config.json").read_text())
-    config["base_model_name_or_path"] = "smollm2-135m"
-    (out / "adapter_config.json").write_text(json.dumps(config, indent=2))
-    manifest = json.loads((Path(judge_weights("j1-135m").adapter) / "judge.json").read_text())
-    manifest.pop("metrics", None)
-    manifest.update(name=f"{out.parent.name}-{out.name}", trained_by=f"results/train/sft_probe.py, step {step}")
-    (out / "judge.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    write_manifest(out, dataclasses.replace(manifest_for("j1-135m"), metrics={}, name=f"{out.parent.name}-{out.name}",
+                                            trained_by=f"results/train/sft_probe.py, step {step}"))
 
 
 def couple_pg_loss(logits: torch.Tensor, target: torch.Tensor, g: int) -> torch.Tensor:
