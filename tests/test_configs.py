@@ -76,7 +76,7 @@ def test_configs_are_all_found():
     assert {"synth", "warmup", "train", "eval", "accelerate"} <= folders
     # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 5 GPU recipes
     assert len([p for p in YAMLS if p.parent.name == "train"]) == 10
-    # one per CPU starting point (the j1-135m recipe needs none: its answer prefill gives the format)
+    # one per CPU starting point (j1's GRPO recipe needs none for the format: its answer prefill gives it)
     assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 4
     assert len([p for p in YAMLS if p.parent.name == "synth"]) == 8
     assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
@@ -229,8 +229,9 @@ def test_config_comment_names_its_command(path):
 
 
 def test_j1_135m_chain_trains_with_the_shipped_recipe():
-    """configs/train/j1_135m_cpu.yaml is the recipe of the shipped judge (src/j1/assets/recipes/j1_135m.yaml)
-    plus the chain's paths and time limit, and the chain's eval reads the judge that config writes."""
+    """configs/train/j1_135m_cpu.yaml is j1's J1 GRPO recipe (src/j1/assets/recipes/j1_135m.yaml, the shipped
+    judge's second stage and j1 demo's training) plus the chain's paths and time limit, and the chain's
+    eval reads the judge that config writes."""
     from j1.judges import ASSETS
 
     cfg = _load(CONFIGS / "train" / "j1_135m_cpu.yaml")
@@ -239,6 +240,24 @@ def test_j1_135m_chain_trains_with_the_shipped_recipe():
     assert {k: v for k, v in cfg.items() if k not in chain_only} == recipe
     held = _load(CONFIGS / "eval" / "j1_135m_heldout.yaml")
     assert held["model"] == f"{cfg['output_dir']}/final"
+
+
+def test_shipped_judge_recipes_chain():
+    """The shipped judge's two stages: the gold warm-up saves an adapter that j1's GRPO recipe can continue
+    (the same wording, prefill and LoRA), and the shipped judge is asked as both were trained."""
+    from j1.judges import ASSETS, manifest_for
+
+    warmup, grpo = _warmup(ASSETS / "recipes" / "j1_135m_warmup.yaml", ["--train_file", "x.jsonl"]), \
+        _train(ASSETS / "recipes" / "j1_135m.yaml", ["--train_file", "x.jsonl"])
+    (wcfg, sft, wmodel), (gcfg, _, gmodel) = warmup, grpo
+    assert (wcfg.verdicts, wcfg.merge_lora, sft.max_steps) == ("gold", False, 120)
+    for key in ("formulation", "template", "assistant_prefill", "max_prompt_tokens", "lora_last_layers"):
+        assert getattr(wcfg, key) == getattr(gcfg, key), key
+    for key in ("model_name_or_path", "lora_r", "lora_alpha", "lora_target_modules", "use_peft"):
+        assert getattr(wmodel, key) == getattr(gmodel, key), key
+    shipped = manifest_for("j1-135m")
+    assert (shipped.format, shipped.template, shipped.assistant_prefill) == (
+        gcfg.formulation, gcfg.template, gcfg.assistant_prefill)
 
 
 def test_run17_lab_recipe_is_the_measured_run():

@@ -2,6 +2,7 @@
 # The model card's numbers for a j1-135m judge: the judge and its untrained base, asked the same way
 # (digest wording, the fixed thought, 8 new tokens, greedy), on
 #   gsm8k     the chain's 60 held-out GSM8K mismatch pairs (the kind and source it was trained on);
+#   gsm8k_test the 60 shipped GSM8K *test* mismatch pairs (its source's test split);
 #   unseen    the 120 shipped held-out mismatch pairs from other sources (60 MATH, 60 Alpaca): the bar;
 #   llmbar_mm the 70 shipped LLMBar mismatch pairs (a source no j1 judge trained on);
 #   llmbar, judgebench   dev slices of judge benchmarks (../shared/data);
@@ -27,6 +28,7 @@ ASK=(--format "$FORMAT" --template digest --assistant_prefill "$PREFILL" --max_n
      --temperature "${TEMPERATURE:-0}" --samples "${SAMPLES:-1}" --seed 0)
 declare -A DATA=(
   [gsm8k]="generic ${GSM8K:-runs/j1-135m/data/heldout.jsonl}"
+  [gsm8k_test]="generic src/j1/assets/data/gsm8k_test_mismatch.jsonl"
   [unseen]="generic src/j1/assets/data/heldout_mismatch.jsonl"
   [llmbar_mm]="generic src/j1/assets/data/llmbar_mismatch.jsonl"
   [chatval]="generic runs/chat/data/heldout.jsonl"

@@ -7,6 +7,10 @@ an adapter), writes its manifest from the run's ``run.json`` (the settings it wa
 base as ``smollm2-135m`` when it is the embedded model) and copies ``run.json`` beside it. The base's
 tokenizer is used, so none is shipped. MODEL_CARD.md and the metrics are added by hand after
 ``j1 eval`` (``j1 eval --model runs/.../shipped-copy`` records them in a copy's judge.json).
+``--warmup FILE`` adds a JSON record of the stage the run's ``--init_adapter`` came from to run.json.
+
+    .venv/bin/python results/train/ship_judge.py runs/sftmix/grpo --name j1-135m \
+        --warmup results/train/sft-warmup/warmup-stage.json
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint", default="final")
     ap.add_argument("--name", required=True)
     ap.add_argument("--dest", type=Path, default=SHIPPED_DIR)
+    ap.add_argument("--warmup", type=Path, default=None, help="JSON record of the stage --init_adapter came from")
     args = ap.parse_args(argv)
     src = args.run / args.checkpoint
     missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
@@ -51,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     write_manifest(dest, trained_manifest(
         formulation=j1["formulation"], template=j1["template"], prefill=j1["assistant_prefill"],
         max_new_tokens=grpo["max_completion_length"], base_model=base, judge_dir=dest, trained_by="j1 train"))
-    (dest / "run.json").write_text(json.dumps({**run, "shipped": {"checkpoint": args.checkpoint, "step": step}},
-                                              indent=2) + "\n")
+    warmup = {"warmup": json.loads(args.warmup.read_text())} if args.warmup else {}
+    (dest / "run.json").write_text(json.dumps({**run, **warmup, "shipped": {"checkpoint": args.checkpoint,
+                                                                            "step": step}}, indent=2) + "\n")
     print(f"{dest}: adapter of {src} (step {step}), base {base}")
     return 0
 

@@ -8,7 +8,7 @@ with ``--resume``, training from its newest checkpoint):
 2. ``data``: DIR/data/train.jsonl (the shipped GSM8K train mismatch pairs, both orders, as ``j1 synth mix``
    writes them) and DIR/data/heldout.jsonl (``--heldout_pairs`` shipped pairs in two groups, each row's
    ``category``: half from GSM8K *test* questions, the source trained on but questions it never sees, and
-   half from MATH and Alpaca, sources it is not trained on), with DIR/data/SOURCES.md.
+   half from MATH and Alpaca, sources the demo does not train on), with DIR/data/SOURCES.md.
 3. ``eval-before``: ``j1 eval`` of the base model on the held-out pairs (DIR/eval-before).
 4. ``train`` (``--minutes`` > 0 only): ``j1 train`` with the shipped recipe for the time left (DIR/train).
 5. ``eval-after``: the judge after (DIR/train/final, or ``--judge`` with ``--minutes 0``), DIR/eval-after.
@@ -271,8 +271,9 @@ def stage_data(run: DemoRun) -> None:
             lines.append(f"| {name} | {n}{extra} | {kinds} | {origin} | {licence} |")
     lines += ["", f"Shipped with j1 (j1/assets/data/{TRAIN_PAIRS.name}, {SAME_SOURCE_PAIRS.name}, {HELDOUT_PAIRS.name}): "
               "mismatch pairs, a question's gold answer vs another question's. Held out: GSM8K test questions "
-              f"({SAME_SOURCE!r}: the training source, questions it never sees) and MATH and Alpaca "
-              f"({OTHER_SOURCES!r}: sources not in the training data)."]
+              f"({SAME_SOURCE!r}: the demo's training source, questions it never sees) and MATH and Alpaca "
+              f"({OTHER_SOURCES!r}: sources not in the demo's training data). The shipped judge j1-135m also "
+              "trained on Alpaca items (not these): for it, only MATH is a source it never saw (its MODEL_CARD.md)."]
     write_text_atomic(data / "SOURCES.md", "\n".join(lines) + "\n")
 
 

@@ -199,9 +199,10 @@ def render_report(report: dict) -> str:
         lines += [
             "### By source",
             "",
-            "Same source: unseen questions (GSM8K test) of the source j1's recipe trains on (GSM8K train). Other "
-            "sources: MATH and Alpaca, never seen in training. The first shows whether the judge learned the task, "
-            "the second whether that carries over to other kinds of questions.",
+            "Same source: unseen questions (GSM8K test) of the source j1 demo trains on (GSM8K train). Other "
+            "sources: MATH and Alpaca, which j1 demo never trains on (the shipped j1-135m trained on other Alpaca "
+            "items, so for it only MATH is unseen). The first shows whether the judge learned the task, the "
+            "second whether that carries over to other kinds of questions.",
             "",
             group_table(groups),
             "",

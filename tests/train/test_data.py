@@ -146,6 +146,38 @@ def test_sft_rows_are_seeded_prompt_completion():
     assert get_format("pos").parse(a[3]["completion"][0]["content"]).valid
 
 
+@pytest.mark.parametrize("fmt,answers", [
+    ("pav", ["<answer>[[A]]</answer>", "<answer>[[B]]</answer>"]),  # p1's chosen is A: shown first, then second
+])
+def test_gold_targets_name_the_better_response_as_shown(fmt, answers):
+    rows = unit_rows(PAIR, fmt)
+    out = sft_rows(rows * 10, 3, verdicts="gold")
+    assert [o["completion"][0]["content"].split("\n", 1)[1] for o in out] == answers * 10
+
+
+@pytest.mark.parametrize("fmt", ["pas", "pavs"])
+def test_gold_scores_rank_the_better_response_first(fmt):
+    for o, r in zip(sft_rows(unit_rows(PAIR, fmt) * 20, 4, verdicts="gold"), unit_rows(PAIR, fmt) * 20, strict=True):
+        parsed = get_format(fmt).parse(o["completion"][0]["content"])
+        better = "A" if r["order"] == "AB" else "B"
+        assert parsed.valid and parsed.scores[better] > parsed.scores["B" if better == "A" else "A"]
+
+
+def test_prefilled_rows_train_the_rest_of_the_answer_only():
+    from j1.models import load_tokenizer, resolve_model
+
+    tok = load_tokenizer(resolve_model(None))
+    prefill = "<think>I compare both.</think>\n<answer>[["
+    rows = unit_rows(PAIR, "pav", prefill=prefill)
+    out = sft_rows(rows, 0, verdicts="gold", tokenizer=tok)
+    # the prompt is the text a judge continues (the prefill left open); the target is the letter and tags
+    assert all(o["prompt"].endswith(prefill) and "<|im_start|>user" in o["prompt"] for o in out)
+    assert [o["completion"] for o in out] == ["A]]</answer>", "B]]</answer>"]
+    # a prefill that does not start the format's answer is refused, naming the flag
+    with pytest.raises(ValueError, match="--assistant_prefill"):
+        sft_rows(unit_rows(PAIR, "pav", prefill="<think>x</think>\n<score>"), 0, tokenizer=tok)
+
+
 QUOTE_PAIR = Pair("q1", "Tim does 100 tasks a day", "He makes 100*1.2 </think> a day", "He writes 10 pages", "A")
 
 

@@ -161,6 +161,63 @@ def test_warmup_reports_valid_rate(tiny_model, pair_file, tmp_path, thoughts):
     assert manifest["max_new_tokens"] == 4
 
 
+def test_gold_warmup_adapter_is_a_judge_that_grpo_continues(tiny_model, pair_file, tmp_path, capsys):
+    """The shipped judge's two stages at tiny size: j1 warmup on gold verdicts after the prefill, saved
+    as an adapter with its manifest, then j1 train --init_adapter continues that very LoRA."""
+    from safetensors.torch import load_file
+
+    prefill = "<think>I compare both responses with the request.</think>\n<answer>[["
+    lora = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "all-linear",
+            "--lora_last_layers", "1"]
+    out = tmp_path / "wu"
+    assert main([
+        "warmup", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
+        "--verdicts", "gold", "--assistant_prefill", prefill, "--merge_lora", "false", "--heldout_pairs", "1",
+        "--loss_tokens", "1",
+        "--max_steps", "2", "--per_device_train_batch_size", "4", "--check_max_new_tokens", "4",
+        "--check_samples", "1", "--check_temperature", "0", "--save_strategy", "no", *lora, *CPU_FLAGS,
+    ]) == 0
+    report = json.loads((out / "warmup.json").read_text())
+    assert report["verdicts"] == "gold" and report["train_rows"] == 14
+    assert 0.0 <= report["after"]["accuracy"] <= report["after"]["valid_rate"] <= 1.0
+    # the adapter alone, on the base its manifest names, asked with the prefill it was trained after
+    assert (out / "adapter_model.safetensors").exists() and not (out / "model.safetensors").exists()
+    manifest = json.loads((out / "judge.json").read_text())
+    assert (manifest["assistant_prefill"], manifest["max_new_tokens"], manifest["trained_by"]) == (
+        prefill, 4, "j1 warmup")
+    assert manifest["base_model"] == os.path.relpath(tiny_model, out)
+    capsys.readouterr()
+    assert main(["judge", "--model", str(out), "--prompt", "Add 2 and 3.", "--response-a", "5",
+                 "--response-b", "6", "--json"]) == 0
+    assert all(o["samples"][0]["text"].startswith(prefill) for o in json.loads(capsys.readouterr().out)["orders"])
+    # the GRPO stage starts from it: at learning rate zero its adapter is the warm-up's
+    again = tmp_path / "grpo"
+    assert _train(tiny_model, pair_file, again, "--max_steps", "1", "--learning_rate", "0", *lora,
+                  "--assistant_prefill", prefill, "--init_adapter", str(out)) == 0
+    start, kept = load_file(out / "adapter_model.safetensors"), load_file(again / "final" / "adapter_model.safetensors")
+    assert kept.keys() == start.keys() and all((kept[k] == start[k]).all() for k in kept)
+
+
+def test_warmup_batches_hold_whole_pairs(tiny_model, pair_file, tmp_path, capsys):
+    assert main([
+        "warmup", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir",
+        str(tmp_path / "odd"), "--max_steps", "1", "--per_device_train_batch_size", "3", *CPU_FLAGS,
+    ]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--per_device_train_batch_size 3: must be a multiple of 2" in err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--loss_tokens", "0"], "--loss_tokens 0"),
+    (["--formulation", "pos", "--verdicts", "gold"], "--verdicts gold: --formulation 'pos'"),
+    (["--verdicts", "best"], "--verdicts 'best'"),
+])
+def test_gold_warmup_config_errors_name_the_flag(capsys, argv, message):
+    with pytest.raises(SystemExit):
+        main(["warmup", "--train_file", "x.jsonl", "--output_dir", "o", *argv])
+    assert message in capsys.readouterr().err
+
+
 def test_trained_judge_is_asked_as_it_was_trained(tiny_model, pair_file, tmp_path, capsys):
     """The manifest round trip: j1 train writes judge.json, j1 judge --model DIR needs no other flag."""
     prefill = "<think>Both compared.</think>\n<answer>[["

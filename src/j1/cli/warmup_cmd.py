@@ -1,5 +1,5 @@
-"""``j1 warmup``: label-free format SFT on TRL's SFTTrainer (SFTConfig + ModelConfig keys pass through);
-the recipe is ``j1.train.warmup.run_warmup``."""
+"""``j1 warmup``: SFT before J1 GRPO on TRL's SFTTrainer, label-free (the format) or on gold verdicts
+(SFTConfig + ModelConfig keys pass through); the recipe is ``j1.train.warmup.run_warmup``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from j1.cli.common import removed_on_error, setup_logging
 from j1.cli.configs import WarmupConfig
 from j1.cli.trl_args import parse_with_trl
 
-DESCRIPTION = ("Label-free SFT that teaches a model the judge output format (random verdicts, short thoughts), "
-               "with the valid-output rate before and after.")
+DESCRIPTION = ("SFT before J1 GRPO: label-free, to teach a model the judge output format (random verdicts, "
+               "short thoughts), or --verdicts gold, to start it on the task; with the valid-output rate and "
+               "accuracy before and after.")
 
 
 def parse_warmup(argv: Sequence[str], prog: str = "j1 warmup"):

@@ -1,4 +1,4 @@
-"""The label-free format warm-up: a short SFT that teaches a small model the judge output grammar.
+"""The warm-up: a short SFT before J1 GRPO, label-free (the format) or on gold verdicts (the task).
 
 SmolLM2-135M never writes ``<think>…</think><answer>[[A]]</answer>`` zero-shot, so GRPO gets no
 reward signal from it. The warm-up targets use the real training prompts, but the verdicts (or
@@ -12,6 +12,16 @@ copies the first words of the request and of each response as shown ("Request: .
 Why quote: a small judge's verdict token has to compare words spread over hundreds of prompt tokens;
 a thought that puts them side by side, right before the verdict, gives RL a shorter path to use
 them. Quoting is still label-free: it names no winner and no reason.
+
+``--verdicts gold`` (pairwise formats) names the better response instead: the verdict is the letter
+it is shown under, and scores rank it first. A supervised start on the very labels J1's reward reads;
+the shipped judge j1-135m starts from such a warm-up (``j1/assets/recipes/j1_135m_warmup.yaml``),
+because J1 GRPO from the base alone left instructions at chance (results/train/README.md).
+
+With ``--assistant_prefill`` the prompt ends with the prefill and the SFT target is the rest of the
+answer only (with the fixed thought of the prefill, just the verdict and the closing tags): the
+judge is trained in exactly the context ``j1 judge`` and ``j1 train`` ask it in. ``--loss_tokens 1``
+then trains the verdict letter alone; batches hold both orders of each pair (``j1.train.sft``).
 """
 
 from __future__ import annotations
@@ -23,9 +33,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from j1.chat import prefill, render
 from j1.formats import get_format
 from j1.formats.templates import quote_parts
-from j1.pairs import shown_responses
+from j1.pairs import shown_label, shown_responses
 
 log = logging.getLogger(__name__)
 
@@ -47,54 +58,89 @@ POINT_THOUGHTS = (
 
 
 THOUGHT_KINDS = ("generic", "quote")
+VERDICT_KINDS = ("random", "gold")
 
 
-def random_target(fmt_name: str, rng: random.Random, thought: str | None = None) -> str:
-    """A well-formed completion for ``fmt_name`` with a random verdict/scores and a short thought
-    (a generic sentence drawn from ``rng`` unless ``thought`` is given).
+def random_target(fmt_name: str, rng: random.Random, thought: str | None = None, winner: str | None = None) -> str:
+    """A well-formed completion for ``fmt_name`` with a short thought (a generic sentence drawn from
+    ``rng`` unless ``thought`` is given) and a random verdict/scores, or, with ``winner`` (the letter
+    the better response is shown under; pairwise formats), a verdict and scores that name it.
 
     >>> t = random_target("pav", random.Random(0))
     >>> get_format("pav").parse(t).valid
     True
+    >>> random_target("pav", random.Random(0), "Same.", winner="B")
+    '<think>Same.</think>\\n<answer>[[B]]</answer>'
     """
     fmt = get_format(fmt_name)
-    # Always draw the generic thought, so a given seed gives the same verdicts whatever the thought.
+    if winner is not None and (not fmt.pairwise or winner not in ("A", "B")):
+        raise ValueError(f"a gold verdict needs a pairwise format and A or B, not {fmt_name!r} and {winner!r}")
+    # Always draw the generic thought and the random verdict, so a given seed gives the same draws
+    # whatever the thought and whether the verdict is gold.
     generic = rng.choice(THOUGHTS if fmt.pairwise else POINT_THOUGHTS)
     thought = generic if thought is None else thought
     if fmt_name == "pos":
         answer = fmt.answer_template.format(score=rng.randint(0, 10))
     elif fmt_name == "pav":
-        answer = fmt.answer_template.format(verdict=rng.choice("AB"))
+        verdict = rng.choice("AB")
+        answer = fmt.answer_template.format(verdict=winner or verdict)
     else:
         a, b = rng.sample(range(11), 2)  # distinct scores: a well-defined winner
+        if winner is not None and (a > b) != (winner == "A"):
+            a, b = b, a
         answer = fmt.answer_template.format(score_a=a, score_b=b, verdict="A" if a > b else "B")
     return f"<think>{thought}</think>\n{answer}"
 
 
-def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pairs=None,
-             quote_words: int = 8) -> list[dict]:
-    """Prompt-completion SFT rows (TRL conversational format) from judge rows, random targets.
+def fixed_thought(prefill: str) -> str | None:
+    """The thought an assistant prefill fixes (None when the prefill leaves it open).
 
-    ``thoughts="quote"`` needs ``pairs`` (pair id -> ``j1.train.data.Pair``) to quote from.
+    >>> fixed_thought("<think>I compare both.</think>\\n<answer>[["), fixed_thought("<think>")
+    ('I compare both.', None)
+    """
+    head, sep, _ = prefill.partition("</think>")
+    return head.removeprefix("<think>") if sep and head.startswith("<think>") else None
+
+
+def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pairs=None,
+             quote_words: int = 8, verdicts: str = "random", tokenizer=None) -> list[dict]:
+    """Prompt-completion SFT rows for TRL's SFTTrainer from judge rows (``j1.train.data.build_rows``).
+
+    Without a prefill: conversational rows, the whole answer as the assistant's message. Rows whose
+    prompt ends with an assistant prefill (``j1.chat``) become text rows: the prompt rendered with the
+    prefill left open (needs ``tokenizer``), and the completion is the rest of the target after it,
+    the thought being the one the prefill fixes. ``thoughts="quote"`` needs ``pairs`` (pair id ->
+    ``j1.train.data.Pair``) to quote from; ``verdicts="gold"`` names the better response as shown.
     """
     if thoughts not in THOUGHT_KINDS:
         raise ValueError(f"unknown thoughts {thoughts!r}; choose one of {THOUGHT_KINDS}")
+    if verdicts not in VERDICT_KINDS:
+        raise ValueError(f"unknown verdicts {verdicts!r}; choose one of {VERDICT_KINDS}")
     rng = random.Random(seed)
     out = []
     for r in rows:
-        thought = None
-        if thoughts == "quote":
+        head = prefill(r["prompt"])
+        thought = fixed_thought(head) if head else None
+        if thought is None and thoughts == "quote":
             pair = pairs[r["pair_id"]]
             thought = quote_parts(pair.prompt, shown_responses(pair.response_a, pair.response_b, r["order"]),
                                   quote_words)
-        target = random_target(r["judge_format"], rng, thought)
-        out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": target}]})
+        winner = shown_label(r["label"], r["order"]) if verdicts == "gold" else None
+        target = random_target(r["judge_format"], rng, thought, winner)
+        if not head:
+            out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": target}]})
+            continue
+        if not target.startswith(head):
+            raise ValueError(f"--assistant_prefill {head!r} does not start a {r['judge_format']} answer "
+                             f"such as {target!r}")
+        out.append({"prompt": render(tokenizer, r["prompt"]), "completion": target[len(head):]})
     return out
 
 
 def valid_rate(model, tokenizer, rows: Sequence[dict], *, samples: int, temperature: float,
                max_new_tokens: int, seed: int) -> dict:
-    """Share of sampled completions that parse, on held-out judge rows, plus a few examples.
+    """Share of sampled completions that parse, on held-out judge rows, plus a few examples; for
+    pairwise rows also ``accuracy``, the share that name the better response (invalid ones count wrong).
 
     Uses the j1 local backend (the same generation as ``j1 judge``/``j1 eval``) on the in-memory model.
     """
@@ -108,7 +154,7 @@ def valid_rate(model, tokenizer, rows: Sequence[dict], *, samples: int, temperat
     outs = backend.generate([r["prompt"] for r in rows], params)
     if was_training:
         model.train()
-    valid = total = shown_a = decided = 0
+    valid = total = shown_a = decided = right = pairwise = 0
     examples = []
     for r, comps in zip(rows, outs, strict=True):
         fmt = get_format(r["judge_format"])
@@ -116,31 +162,38 @@ def valid_rate(model, tokenizer, rows: Sequence[dict], *, samples: int, temperat
             parsed = fmt.parse(c.text)
             total += 1
             valid += parsed.valid
-            if fmt.pairwise and parsed.verdict.value in ("A", "B"):
-                decided += 1
-                shown_a += parsed.verdict.value == "A"
+            if fmt.pairwise:
+                pairwise += 1
+                right += parsed.valid and parsed.verdict.value == shown_label(r["label"], r["order"])
+                if parsed.verdict.value in ("A", "B"):
+                    decided += 1
+                    shown_a += parsed.verdict.value == "A"
             if len(examples) < 4:
                 examples.append({"text": c.text, "verdict": parsed.verdict.value, "error": parsed.error})
-    return {"valid_rate": valid / total, "completions": total,
+    return {"valid_rate": valid / total, "completions": total, "accuracy": right / pairwise if pairwise else None,
             "shown_A_share": shown_a / decided if decided else None, "examples": examples}
 
 
 def run_warmup(cfg, sft_args, model_args) -> dict:
-    """The ``j1 warmup`` recipe: SFT on random well-formed targets for the training prompts (held-out
-    units kept apart), the valid-output rate before and after, and the model in OUTPUT_DIR (LoRA
-    merged, so ``j1 train --model_name_or_path OUTPUT_DIR`` loads it as a plain model), with
-    ``warmup.json``, ``run.json`` and the judge manifest ``judge.json``. Returns warmup.json's content (empty off the main process)."""
+    """The ``j1 warmup`` recipe: SFT on well-formed targets (random or gold verdicts) for the training
+    prompts (held-out units kept apart), the valid-output rate (and accuracy) before and after, and
+    the judge in OUTPUT_DIR with ``warmup.json``, ``run.json`` and the manifest ``judge.json``: LoRA
+    merged into a plain model (``j1 train --model_name_or_path OUTPUT_DIR``), or with
+    ``--merge_lora false`` the adapter alone (``j1 train --init_adapter OUTPUT_DIR``, ``j1 judge --model
+    OUTPUT_DIR``). Returns warmup.json's content (empty off the main process)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
-    from trl import SFTTrainer, get_peft_config
+    from trl import get_peft_config
 
     from j1.judges import trained_manifest, write_manifest
-    from j1.models import load_tokenizer, resolve_model
+    from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
     from j1.runinfo import write_run_json
     from j1.schema import write_json_atomic
     from j1.train.callbacks import JsonlLogCallback
     from j1.train.data import UNIT, build_rows, load_pairs
+    from j1.train.recipe import restrict_lora_layers
+    from j1.train.sft import CompletionSFTTrainer
 
     started = time.time()
     out = Path(sft_args.output_dir)
@@ -151,7 +204,7 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     if cfg.max_pairs is not None:
         pairs = pairs[: cfg.max_pairs + cfg.heldout_pairs]
     rows, counts = build_rows(pairs, cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cfg.max_prompt_tokens,
-                              template=cfg.template)
+                              template=cfg.template, prefill=cfg.assistant_prefill)
     # Held-out units come from the end of the file, whole units only; SFT never sees their prompts.
     n_held = min(cfg.heldout_pairs * UNIT, len(rows) - UNIT)
     train_rows, held_rows = rows[: len(rows) - n_held], rows[len(rows) - n_held :]
@@ -162,30 +215,41 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     before = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
-    trainer = SFTTrainer(
-        model=model, args=sft_args, train_dataset=Dataset.from_list(sft_rows(
-            train_rows, cfg.warmup_seed, thoughts=cfg.thoughts, pairs={p.pair_id: p for p in pairs},
-            quote_words=cfg.quote_words)),
-        processing_class=tokenizer, peft_config=get_peft_config(model_args),
-        callbacks=[JsonlLogCallback(out / "log.jsonl")],
+    peft_config = get_peft_config(model_args)
+    if cfg.lora_last_layers is not None:
+        if peft_config is None:
+            raise ValueError("--lora_last_layers needs --use_peft")
+        peft_config = restrict_lora_layers(peft_config, path, cfg.lora_last_layers)
+    train_data = sft_rows(train_rows, cfg.warmup_seed, thoughts=cfg.thoughts, pairs={p.pair_id: p for p in pairs},
+                          quote_words=cfg.quote_words, verdicts=cfg.verdicts, tokenizer=tokenizer)
+    trainer = CompletionSFTTrainer(
+        model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
+        processing_class=tokenizer, peft_config=peft_config,
+        callbacks=[JsonlLogCallback(out / "log.jsonl")], unit=UNIT, loss_tokens=cfg.loss_tokens,
     )
+    if len(trainer.train_dataset) != len(train_data):  # TRL dropped rows (truncated): units would split
+        raise ValueError(f"{len(train_data) - len(trainer.train_dataset)} training rows were dropped as too long "
+                         "for --max_length; lower --max_prompt_tokens")
     trainer.train(resume_from_checkpoint=sft_args.resume_from_checkpoint)
     model = trainer.model
-    if hasattr(model, "merge_and_unload"):  # LoRA: save a plain model that j1 train/eval can load
+    adapter = hasattr(model, "merge_and_unload") and not cfg.merge_lora
+    if hasattr(model, "merge_and_unload") and cfg.merge_lora:  # a plain model that j1 train/eval can load
         model = model.merge_and_unload()
     after = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
     if after:
         log.info("valid-output rate after the warm-up: %.3f", after["valid_rate"])
     report: dict = {}
     if trainer.accelerator.is_main_process:
-        model.save_pretrained(out)
+        model.save_pretrained(out)  # LoRA unmerged: the adapter alone (MBs)
         tokenizer.save_pretrained(out)
-        report = {"formulation": cfg.formulation, "train_rows": len(train_rows), "heldout_rows": len(held_rows),
-                  "check": check, "before": before, "after": after, "data": counts}
+        report = {"formulation": cfg.formulation, "verdicts": cfg.verdicts, "train_rows": len(train_rows),
+                  "heldout_rows": len(held_rows), "check": check, "before": before, "after": after, "data": counts}
         write_json_atomic(out / "warmup.json", report)
+        base = model_args.model_name_or_path or EMBEDDED_NAME
         write_manifest(out, trained_manifest(
-            formulation=cfg.formulation, template=cfg.template, prefill=None,
-            max_new_tokens=cfg.check_max_new_tokens, base_model=None, judge_dir=out, trained_by="j1 warmup"))
+            formulation=cfg.formulation, template=cfg.template, prefill=cfg.assistant_prefill,
+            max_new_tokens=cfg.check_max_new_tokens, base_model=base if adapter else None, judge_dir=out,
+            trained_by="j1 warmup"))
         config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
         write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
                        model_path=path, global_step=trainer.state.global_step,

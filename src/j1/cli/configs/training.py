@@ -172,9 +172,10 @@ class TrainConfig:
 
 @dataclass
 class WarmupConfig:
-    """``j1 warmup``: a short label-free SFT (TRL SFTTrainer; every SFTConfig key works) that teaches
-    the output format with random verdicts/scores and short thoughts, and reports the valid-output
-    rate before and after on held-out prompts."""
+    """``j1 warmup``: a short SFT (TRL SFTTrainer; every SFTConfig key works) before J1 GRPO. Label-free
+    by default (random verdicts/scores and short thoughts: the output format), or on gold verdicts
+    (the better response named: the task); reports the valid-output rate and accuracy before and
+    after on held-out prompts."""
 
     formulation: str = field(default="pav", metadata={"help": f"Format to teach: {', '.join(FORMULATIONS)}."})
     template: str = template_field()
@@ -193,12 +194,41 @@ class WarmupConfig:
         default="generic", metadata={"help": "generic (a content-free sentence) or quote (the first --quote_words "
                                      "words of the request and of each response, as shown)."})
     quote_words: int = field(default=8, metadata={"help": "Words quoted from each part with --thoughts quote."})
+    verdicts: str = field(
+        default="random", metadata={"help": "random (label-free: the format only) or gold (the better response "
+                                    "named, scores ranking it first; pairwise formulations)."})
+    assistant_prefill: str | None = field(
+        default=None,
+        metadata={"help": "Fixed start of every answer, as in j1 train: the prompt ends with it and only the rest "
+                  "is trained (a prefill that closes the thought fixes the thought)."},
+    )
+    lora_last_layers: int | None = field(
+        default=None, metadata={"help": "With --use_peft: LoRA on the last N decoder blocks only."})
+    loss_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Train only the first N tokens of each completion (after the recipe's prefill, 1 = the "
+                  "verdict letter). Unset = the whole completion."},
+    )
+    merge_lora: bool = field(
+        default=True,
+        metadata={"help": "With --use_peft: save the model with the LoRA merged (true; j1 train "
+                  "--model_name_or_path DIR) or the adapter alone with its base in judge.json (false; j1 train "
+                  "--init_adapter DIR continues it)."},
+    )
 
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
-        from j1.train.warmup import THOUGHT_KINDS  # light: formats only
+        from j1.train.warmup import THOUGHT_KINDS, VERDICT_KINDS  # light: formats only
 
         _check_choice("thoughts", self.thoughts, THOUGHT_KINDS)
+        _check_choice("verdicts", self.verdicts, VERDICT_KINDS)
+        if self.verdicts == "gold" and self.formulation not in ("pav", "pas", "pavs"):
+            raise ValueError(f"--verdicts gold: --formulation {self.formulation!r} has no verdict to name; "
+                             "use pav, pas or pavs")
+        for name in ("lora_last_layers", "loss_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
         check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
