@@ -23,19 +23,18 @@ REPO = Path(__file__).resolve().parents[1]
 def run(kind: str, steps: int, batch: int, out: Path) -> dict:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
-    from trl import ModelConfig, SFTConfig, SFTTrainer, get_peft_config
+    from trl import SFTConfig, SFTTrainer
 
     from j1.cli.warmup_cmd import parse_warmup
     from j1.judges import ASSETS
     from j1.models import load_tokenizer, resolve_model
     from j1.train.data import build_rows, load_pairs
-    from j1.train.recipe import restrict_lora_layers
+    from j1.train.recipe import lora_config
     from j1.train.sft import CompletionSFTTrainer
     from j1.train.warmup import sft_rows
 
     cfg, _, model_args = parse_warmup(["--config", str(ASSETS / "recipes" / "j1_135m_warmup.yaml"),
                                        "--train_file", str(ASSETS / "data" / "gsm8k_mismatch.jsonl")])
-    assert isinstance(model_args, ModelConfig)
     path = resolve_model(None)
     tok = load_tokenizer(path)
     pairs = load_pairs(cfg.train_file)[: steps * batch]
@@ -61,7 +60,7 @@ def run(kind: str, steps: int, batch: int, out: Path) -> dict:
     import torch
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    peft = restrict_lora_layers(get_peft_config(model_args), path, cfg.lora_last_layers)
+    peft = lora_config(model_args, path, cfg.lora_last_layers)
     cls = CompletionSFTTrainer if kind == "j1" else SFTTrainer
     trainer = cls(model=model, args=args, train_dataset=data, processing_class=tok, peft_config=peft, callbacks=[Clock()])
     trainer.train()

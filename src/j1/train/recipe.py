@@ -67,6 +67,19 @@ def restrict_lora_layers(peft_config, model_path: str, last: int):
     return peft_config
 
 
+def lora_config(model_args, model_path: str, last_layers: int | None):
+    """The LoRA config of a run (TRL's ``get_peft_config``; None without ``--use_peft``), limited to the
+    last ``last_layers`` decoder blocks when given (``restrict_lora_layers``)."""
+    from trl import get_peft_config
+
+    peft_config = get_peft_config(model_args)
+    if last_layers is not None:
+        if peft_config is None:
+            raise ValueError("--lora_last_layers needs --use_peft")
+        peft_config = restrict_lora_layers(peft_config, model_path, last_layers)
+    return peft_config
+
+
 def init_lora(model, name: str, base_path: str) -> None:
     """Copy the LoRA weights of the adapter ``name`` (a judge folder or a shipped judge) into ``model``'s
     fresh LoRA: every LoRA weight must be set and every adapter tensor used, so only a matching
@@ -109,7 +122,6 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
         (trainer, info) with info = data counts and the resolved model path.
     """
     from datasets import Dataset
-    from trl import get_peft_config
 
     from j1.models import load_tokenizer, resolve_model
     from j1.rewards import make_reward_funcs
@@ -137,11 +149,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     grpo_args.reward_weights = weights
     if model_args.dtype and model_args.dtype != "auto":
         grpo_args.model_init_kwargs = {**(grpo_args.model_init_kwargs or {}), "dtype": model_args.dtype}
-    peft_config = get_peft_config(model_args)
-    if j1cfg.lora_last_layers is not None:
-        if peft_config is None:
-            raise ValueError("--lora_last_layers needs --use_peft")
-        peft_config = restrict_lora_layers(peft_config, path, j1cfg.lora_last_layers)
+    peft_config = lora_config(model_args, path, j1cfg.lora_last_layers)
     if j1cfg.init_adapter is not None and peft_config is None:
         raise ValueError("--init_adapter needs --use_peft")
     trainer = J1GRPOTrainer(

@@ -184,7 +184,6 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
-    from trl import get_peft_config
 
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
@@ -192,7 +191,7 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     from j1.schema import write_json_atomic
     from j1.train.callbacks import JsonlLogCallback
     from j1.train.data import UNIT, build_rows, load_pairs
-    from j1.train.recipe import restrict_lora_layers
+    from j1.train.recipe import lora_config
     from j1.train.sft import CompletionSFTTrainer
 
     started = time.time()
@@ -215,16 +214,11 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     before = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
-    peft_config = get_peft_config(model_args)
-    if cfg.lora_last_layers is not None:
-        if peft_config is None:
-            raise ValueError("--lora_last_layers needs --use_peft")
-        peft_config = restrict_lora_layers(peft_config, path, cfg.lora_last_layers)
     train_data = sft_rows(train_rows, cfg.warmup_seed, thoughts=cfg.thoughts, pairs={p.pair_id: p for p in pairs},
                           quote_words=cfg.quote_words, verdicts=cfg.verdicts, tokenizer=tokenizer)
     trainer = CompletionSFTTrainer(
         model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
-        processing_class=tokenizer, peft_config=peft_config,
+        processing_class=tokenizer, peft_config=lora_config(model_args, path, cfg.lora_last_layers),
         callbacks=[JsonlLogCallback(out / "log.jsonl")], unit=UNIT, loss_tokens=cfg.loss_tokens,
     )
     if len(trainer.train_dataset) != len(train_data):  # TRL dropped rows (truncated): units would split
@@ -232,9 +226,10 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
                          "for --max_length; lower --max_prompt_tokens")
     trainer.train(resume_from_checkpoint=sft_args.resume_from_checkpoint)
     model = trainer.model
-    adapter = hasattr(model, "merge_and_unload") and not cfg.merge_lora
-    if hasattr(model, "merge_and_unload") and cfg.merge_lora:  # a plain model that j1 train/eval can load
+    lora = hasattr(model, "merge_and_unload")
+    if lora and cfg.merge_lora:  # a plain model that j1 train/eval can load
         model = model.merge_and_unload()
+    adapter = lora and not cfg.merge_lora
     after = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
     if after:
         log.info("valid-output rate after the warm-up: %.3f", after["valid_rate"])
