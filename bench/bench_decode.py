@@ -1,7 +1,7 @@
 """Local decoding speed on the embedded model: j1's decode beside transformers' ``generate`` (and
 llama.cpp when llama-cpp-python is installed), on the same judge prompts, in one run.
 
-    OMP_NUM_THREADS=2 .venv/bin/python bench/bench_decode.py [--threads 2] [--rounds 3] [--json out.json]
+    OMP_NUM_THREADS=2 .venv/bin/python bench/bench_decode.py [--threads 2] [--rounds 3] [--floor] [--json out.json]
 
 The workload: the pav prompts of ``bench_judge.py --items 2`` (4 prompts of 506-594 tokens, real
 LLMBar pairs in both orders), 8 samples each at temperature 1, exactly ``--new-tokens`` new tokens
@@ -17,6 +17,12 @@ medians give judgments/s, prefill tokens/s (prompt tokens over the 1-token run),
   transformers' dynamic and static cache;
 - ``llamacpp``: llama-cpp-python's low-level batch API on the GGUF the embedded model ships in, one
   prompt at a time with its 8 sequences sharing the prompt's cache (the F32 file with ``--gguf``).
+
+``--floor`` also times, in the same run, the parts of a decode step no engine can skip on these
+weights with torch's kernels: the model's projections and LM head at the step's rows (random
+activations, the real weights, read from memory as a step reads them) and the sampling draw
+``generate`` makes (``torch.multinomial`` over the vocabulary, which fixes the random stream). Their
+sum bounds the decode rate from above; with j1's measured prefill it bounds the judgments/s.
 """
 
 from __future__ import annotations
@@ -135,9 +141,72 @@ def run_llamacpp(prompts, samples: int, new_tokens: int, threads: int, gguf: str
     return {"seconds": seconds, "prompt_tokens": sum(map(len, token_lists))}
 
 
+def run_floor(prompts, samples: int, threads: int, repeats: int = 7) -> dict:
+    """Seconds of the unavoidable parts of one decode step at ``samples x len(prompts)`` rows, and of
+    the prompts' projections (prefill linears), on the embedded fp32 weights."""
+    import torch
+    import torch.nn.functional as F
+
+    from j1.backends.local import LocalBackend
+    from j1.decode import _head
+
+    torch.set_num_threads(threads)
+    backend = LocalBackend(None, dtype="float32")
+    model, tok = backend.model, backend.tokenizer
+    linears = [m for m in model.model.layers.modules() if isinstance(m, torch.nn.Linear)]
+    head = _head(model)  # the LM head as j1.decode runs it (oneDNN-packed on the CPU)
+    rows = samples * len(prompts)
+    lengths = [len(tok(backend.render(m), add_special_tokens=False).input_ids) for m in prompts]
+    tokens = sum(lengths)
+    config = model.config
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    gen = torch.Generator().manual_seed(0)
+
+    def median_seconds(fn, n=repeats) -> float:
+        fn()  # kernel set-up and weight packing are not what is measured
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    with torch.inference_mode():
+        acts = {m.in_features: torch.randn(rows, m.in_features, generator=gen) for m in linears}
+        hidden = torch.randn(rows, model.config.hidden_size, generator=gen)
+        logits = torch.randn(rows, model.config.vocab_size, generator=gen)
+        def projections(x):  # each output dropped at once, as in a forward: its memory is reused
+            for m in linears:
+                F.linear(x[m.in_features], m.weight)
+
+        step_linears = median_seconds(lambda: projections(acts))
+        step_head = median_seconds(lambda: head(hidden))
+        # generate's draw: softmax, then one multinomial sample per row (an exponential per vocabulary entry).
+        step_sample = median_seconds(lambda: torch.multinomial(torch.softmax(logits, -1), 1))
+        big = {m.in_features: torch.randn(tokens, m.in_features, generator=gen) for m in linears}
+        prefill_linears = median_seconds(lambda: projections(big), n=3)
+        # Causal attention of each prompt over itself (unpadded, grouped heads), once per layer.
+        qkv = [(torch.randn(1, heads, n, head_dim, generator=gen), torch.randn(1, kv_heads, n, head_dim, generator=gen),
+                torch.randn(1, kv_heads, n, head_dim, generator=gen)) for n in lengths]
+
+        def prompt_attention():
+            for q, k, v in qkv:
+                F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+        prefill_attention = median_seconds(prompt_attention, n=3) * config.num_hidden_layers
+    step = step_linears + step_head + step_sample
+    return {"rows": rows, "prompt_tokens": tokens, "step_linears_s": step_linears, "step_head_s": step_head,
+            "step_sample_s": step_sample, "step_floor_s": step, "decode_ceiling_tok_s": rows / step,
+            "prefill_linears_s": prefill_linears, "prefill_attention_s": prefill_attention,
+            "prefill_floor_s": prefill_linears + prefill_attention}
+
+
 def child(a) -> None:
     prompts = workload(a.items)
-    if a.child == "llamacpp":
+    if a.child == "floor":
+        out = run_floor(prompts, a.samples, a.threads)
+    elif a.child == "llamacpp":
         out = run_llamacpp(prompts, a.samples, a.new_tokens, a.threads, a.gguf)
     else:
         out = run_torch(a.child, prompts, a.samples, a.new_tokens, a.threads, a.dtype)
@@ -165,6 +234,8 @@ def main(argv=None) -> None:
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--dtype", default="float32", help="weights of the torch engines: float32 or bfloat16")
     ap.add_argument("--gguf", default=None, help="llama.cpp model file (default: the embedded Q4_1 GGUF)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the step's unavoidable kernels (projections, LM head, sampling draw)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -202,8 +273,31 @@ def main(argv=None) -> None:
         ratios = "  ".join(f"{row['judgments_per_s'] / rows[o]['judgments_per_s']:>{len(o) + 1}.2f}" for o in rows)
         print(f"{e:<16} {row['judgments_per_s']:>11.2f} {row['prefill_tok_s']:>13.0f} {row['decode_tok_s']:>12.0f} "
               f"{row['peak_rss_mb']:>8.0f}  {ratios}")
+    floor = measure("floor", a.new_tokens, a) if a.floor else None
+    if floor:
+        floor.update(floor_lines(floor, rows, judgments, a.new_tokens))
+        print(f"\nfloor of a decode step at {floor['rows']} rows: projections {floor['step_linears_s'] * 1e3:.0f} ms + "
+              f"LM head {floor['step_head_s'] * 1e3:.0f} ms + sampling draw {floor['step_sample_s'] * 1e3:.0f} ms = "
+              f"{floor['step_floor_s'] * 1e3:.0f} ms: at most {floor['decode_ceiling_tok_s']:.0f} decode tok/s")
+        print(f"floor of the prefill ({floor['prompt_tokens']} prompt tokens): projections {floor['prefill_linears_s']:.2f} s + "
+              f"causal attention {floor['prefill_attention_s']:.2f} s = {floor['prefill_floor_s']:.2f} s")
+        print(f"judgments/s at most {floor['judgments_ceiling']:.2f} (both floors)"
+              + (f", {floor['judgments_ceiling_j1_prefill']:.2f} with j1's measured prefill"
+                 if "judgments_ceiling_j1_prefill" in floor else ""))
     if a.json:
-        Path(a.json).write_text(json.dumps({"args": vars(a), "engines": rows}, indent=2) + "\n", encoding="utf-8")
+        Path(a.json).write_text(json.dumps({"args": vars(a), "engines": rows, "floor": floor}, indent=2) + "\n",
+                                encoding="utf-8")
+
+
+def floor_lines(floor: dict, rows: dict, judgments: int, new_tokens: int) -> dict:
+    """The judgments/s bounds: the prefill at its floor (or as j1 measured it), then every later token
+    at the step floor (the first new token comes with the prefill)."""
+    decode = (new_tokens - 1) * floor["step_floor_s"]
+    out = {"judgments_ceiling": judgments / (floor["prefill_floor_s"] + decode)}
+    if "j1" in rows:
+        prefill_s = floor["prompt_tokens"] / rows["j1"]["prefill_tok_s"]
+        out.update(j1_prefill_s=prefill_s, judgments_ceiling_j1_prefill=judgments / (prefill_s + decode))
+    return out
 
 
 if __name__ == "__main__":

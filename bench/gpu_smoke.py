@@ -8,6 +8,11 @@ device is a GPU, else transformers' ``generate``). The GRPO steps are timed from
 steps/s, rollouts/s (completions generated and trained per second) and tokens/s (completion tokens
 per second). Results go to OUT/smoke.json and OUT/smoke.md; every run folder has its run.json.
 
+With a GPU, ``--serve_seconds S`` (default 30; 0 skips it) then runs ``bench/bench_serve.py`` on the
+shipped judge served from the GPU: 32 clients beside one request at a time, S seconds each
+(OUT/serve_local.json). On a CPU batching cannot beat the prompt encoding (results/serve), so this is
+where the serving goal of 5x the sequential judgments/s is measured.
+
     python bench/gpu_smoke.py --out runs/gpu-smoke                  # GPU, then the CPU comparison
     python bench/gpu_smoke.py --device cpu --steps 2 --out /tmp/s   # CPU alone, tiny budgets (~2 min)
 
@@ -20,6 +25,7 @@ import argparse
 import importlib.util
 import json
 import logging
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -127,6 +133,26 @@ def run_device(device: str, out: Path, a) -> dict:
     }
 
 
+def serve_load(out: Path, seconds: float) -> dict:
+    """bench_serve.py's local target (j1-135m behind ``j1 serve``, which runs on the GPU when there is
+    one): its speed-up of 32 clients over one at a time, and the dropped and wrong answers."""
+    path = out / "serve_local.json"
+    cmd = [sys.executable, str(REPO / "bench" / "bench_serve.py"), "--target", "local", "--clients", "32",
+           "--seconds", str(seconds), "--max-batch", "32", "--batch-rows", "64", "--json", str(path)]
+    subprocess.run(cmd, check=True)
+    res = json.loads(path.read_text())["results"]["local"]
+    return {"speedup": res["speedup"], "goal": res["goal"],
+            **{f"{phase}_{key}": res[phase][key] for phase in ("sequential", "concurrent")
+               for key in ("judgments_per_s", "answered", "dropped", "wrong", "p50_s")}}
+
+
+def serve_line(serve: dict) -> str:
+    return (f"\nj1 serve on the GPU, 32 clients: {serve['concurrent_judgments_per_s']} judgments/s against "
+            f"{serve['sequential_judgments_per_s']} one at a time, **{serve['speedup']}x** (goal {serve['goal']}x); "
+            f"dropped {serve['sequential_dropped'] + serve['concurrent_dropped']}, "
+            f"wrong {serve['sequential_wrong'] + serve['concurrent_wrong']}\n")
+
+
 def table(results: list[dict]) -> str:
     head = ("| device | generation | warm-up steps/s | GRPO steps/s | rollouts/s "
             "| tokens/s | valid before -> after warm-up |")
@@ -152,6 +178,8 @@ def main(argv=None) -> int:
     p.add_argument("--num_generations", type=int, default=4, help="rollouts per judge prompt (G)")
     p.add_argument("--max_completion_length", type=int, default=64, help="most tokens per rollout")
     p.add_argument("--no_vllm", action="store_true", help="transformers generation even when vLLM is importable")
+    p.add_argument("--serve_seconds", type=float, default=30.0,
+                   help="with a GPU: seconds of each bench_serve.py phase on the GPU-served judge (0: skip)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -170,13 +198,15 @@ def main(argv=None) -> int:
     for device in devices:
         log.info("=== %s", device)
         results.append(run_device(device, out / device, a))
+    serve = serve_load(out, a.serve_seconds) if "cuda" in devices and a.serve_seconds > 0 else None
     report = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0)
               if has_gpu else None, "vllm": importlib.util.find_spec("vllm") is not None,
-              "settings": vars(a), "results": results}
+              "settings": vars(a), "results": results, "serve_local": serve}
     out.mkdir(parents=True, exist_ok=True)
+    text = table(results) + (serve_line(serve) if serve else "")
     (out / "smoke.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (out / "smoke.md").write_text(table(results), encoding="utf-8")
-    sys.stdout.write(table(results))
+    (out / "smoke.md").write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
     return 0
 
 

@@ -1,11 +1,12 @@
 """Where a local j1-135m judgment's time goes on this CPU, and what batching can save of it.
 
     OMP_NUM_THREADS=1 .venv/bin/python results/serve/profile_local.py --json results/serve/profile_local.json
+    OMP_NUM_THREADS=2 .venv/bin/python results/serve/profile_local.py --threads 2 --json results/serve/profile_local_2t.json
 
 On real judge prompts (GSM8K pairs of the shipped ``gsm8k_mismatch.jsonl``, rendered as j1-135m asks:
-its template and verdict prefill), with one torch thread: the prompt length, the new tokens the
+its template and verdict prefill): the prompt length, the new tokens the
 judge generates, the prefill seconds per prompt when 1, 4 or 16 prompts are encoded together, and
-the seconds of one decode step for 1 to 64 rows. A judgment is two prompts (both orders), so
+the seconds of one decode step for 1 to 64 rows (``--threads`` torch threads). A judgment is two prompts (both orders), so
 one at a time it costs 2 x (prefill(1) + steps x step(1)) and in a batch of B judgments
 2 x prefill(2B) + steps x step(2B) / B.
 """
@@ -25,6 +26,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
 
     import torch
@@ -34,7 +36,7 @@ def main() -> None:
     from j1.chat import with_prefill
     from j1.pairs import render_both
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     judge = load_judge("j1-135m")
     backend, model, tok = judge.backend, judge.backend.model, judge.backend.tokenizer
     rows = [json.loads(line) for line in DATA.read_text().splitlines()[:32]]
@@ -78,6 +80,7 @@ def main() -> None:
     batched = 2 * out["prefill_s_per_prompt"][16] + steps * out["decode_step_s"][32] / 16
     out["model_s_per_judgment"] = {"one_at_a_time": round(seq, 2), "batch_of_16_judgments": round(batched, 2),
                                    "ceiling_speedup": round(seq / batched, 2)}
+    out["threads"] = args.threads
     print(json.dumps(out, indent=1))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
