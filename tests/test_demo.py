@@ -11,8 +11,10 @@ import pytest
 
 from j1.cli.main import main
 from j1.demo import (
+    FP32_MINUTES,
     MIN_TRAIN_MINUTES,
     OVERHEAD_MINUTES,
+    budget_warning,
     config_change,
     heldout_split,
     reserve_minutes,
@@ -37,6 +39,20 @@ PREFILL = "<think>x</think>\n<answer>[["
 ])
 def test_train_budget(total, spent, reserve, trained, want):
     assert train_budget(total, spent, reserve, trained) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("minutes, bf16, warned", [
+    (90, False, True),  # the default on a CPU without native bf16: ~140 fp32 steps, the judge needs ~200+
+    (FP32_MINUTES - 1, False, True),
+    (FP32_MINUTES, False, False),
+    (90, True, False),  # bf16 learns in 110-160 steps, which 90 minutes buys
+    (0, False, False),  # the quick demo trains nothing
+])
+def test_budget_warning(minutes, bf16, warned):
+    warning = budget_warning(minutes, bf16)
+    assert (warning is not None) is warned
+    if warned:
+        assert f"{minutes:g} min" in warning and f"--minutes {FP32_MINUTES}" in warning
 
 
 @pytest.mark.parametrize("eval_before, example_before, want", [

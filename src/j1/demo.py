@@ -69,6 +69,27 @@ def stage_names(minutes: float) -> list[str]:
     return ["example-before", "data", "eval-before", *train, "eval-after", "example-after", "report"]
 
 
+# In fp32 the judge starts to read the pairs after ~200 recipe steps (bf16: 110-160), and 240 steps of
+# 27-35 s on 2 threads plus both evaluations take about 150 minutes (results/demo, "Without native bf16").
+FP32_MINUTES = 150
+
+
+def budget_warning(minutes: float, bf16: bool) -> str | None:
+    """The warning for a training budget that fp32 training (no native bf16) is unlikely to learn in.
+
+    >>> budget_warning(90, bf16=False)
+    'this machine trains in fp32 (no native bf16), where the judge starts to read the pairs after about 200 \
+steps (bf16: 110-160); 90 min will likely stop before that: give --minutes 150 or more (results/demo/README.md)'
+    >>> budget_warning(90, bf16=True), budget_warning(0, bf16=False), budget_warning(150, bf16=False)
+    (None, None, None)
+    """
+    if bf16 or minutes <= 0 or minutes >= FP32_MINUTES:
+        return None
+    return (f"this machine trains in fp32 (no native bf16), where the judge starts to read the pairs after about "
+            f"200 steps (bf16: 110-160); {minutes:g} min will likely stop before that: give --minutes {FP32_MINUTES} or more "
+            "(results/demo/README.md)")
+
+
 def heldout_split(n: int, same_available: int, other_available: int) -> tuple[int, int]:
     """How many of ``n`` held-out pairs come from the same source and from the other sources: half
     (rounded up) from the same source, as many as it has, and the rest from the others.
@@ -374,6 +395,8 @@ def run_demo(cfg, say: Callable[[str], None] = print) -> dict:
         "report": lambda: stage_report(run),
     }
     names = stage_names(cfg.minutes)
+    if warning := budget_warning(cfg.minutes, cfg.train_bf16):
+        log.warning(warning)
     try:
         for i, name in enumerate(names, 1):
             if stages.done(name):
