@@ -75,18 +75,18 @@ FP32_MINUTES = 150
 
 
 def budget_warning(minutes: float, bf16: bool) -> str | None:
-    """The warning for a training budget that fp32 training (no native bf16) is unlikely to learn in.
+    """The warning for a budget that fp32 training (no native bf16, or ``--bf16 false``) is unlikely to learn in.
 
     >>> budget_warning(90, bf16=False)
-    'this machine trains in fp32 (no native bf16), where the judge starts to read the pairs after about 200 \
-steps (bf16: 110-160); 90 min will likely stop before that: give --minutes 150 or more (results/demo/README.md)'
+    'training runs in fp32 (no native bf16, or --bf16 false), where the judge starts to read the pairs after \
+about 200 steps (bf16: 110-160); 90 min will likely stop before that: give --minutes 150 or more (results/demo/README.md)'
     >>> budget_warning(90, bf16=True), budget_warning(0, bf16=False), budget_warning(150, bf16=False)
     (None, None, None)
     """
     if bf16 or minutes <= 0 or minutes >= FP32_MINUTES:
         return None
-    return (f"this machine trains in fp32 (no native bf16), where the judge starts to read the pairs after about "
-            f"200 steps (bf16: 110-160); {minutes:g} min will likely stop before that: give --minutes {FP32_MINUTES} or more "
+    return (f"training runs in fp32 (no native bf16, or --bf16 false), where the judge starts to read the pairs "
+            f"after about 200 steps (bf16: 110-160); {minutes:g} min will likely stop before that: give --minutes {FP32_MINUTES} or more "
             "(results/demo/README.md)")
 
 
