@@ -23,6 +23,10 @@ weights with torch's kernels: the model's projections and LM head at the step's 
 activations, the real weights, read from memory as a step reads them) and the sampling draw
 ``generate`` makes (``torch.multinomial`` over the vocabulary, which fixes the random stream). Their
 sum bounds the decode rate from above; with j1's measured prefill it bounds the judgments/s.
+
+``--device cuda`` runs the torch engines on the GPU (``--dtype`` their weights): each timing ends with
+a CUDA synchronisation and the JSON gains each engine's peak GPU memory. ``--data`` points at another
+copy of the LLMBar dev file (a machine without ``../shared/data``).
 """
 
 from __future__ import annotations
@@ -40,30 +44,35 @@ HERE = Path(__file__).resolve().parent
 ENGINES = ("j1", "j1-previous", "generate", "generate-static", "llamacpp")
 
 
-def workload(items: int):
+def workload(items: int, data: str | None = None):
     sys.path.insert(0, str(HERE))
     from bench_judge import load_prompts
 
-    return load_prompts(items)
+    return load_prompts(items, data)
 
 
-def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int, dtype: str = "float32") -> dict:
+def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int, dtype: str = "float32",
+              device: str = "cpu") -> dict:
     import torch
 
     from j1.backends import SamplingParams
     from j1.backends.local import LocalBackend
 
     torch.set_num_threads(threads)
-    backend = LocalBackend(None, max_batch_rows=samples * len(prompts), dtype=dtype)
+    cuda = device == "cuda"
+    backend = LocalBackend(None, max_batch_rows=samples * len(prompts), dtype=dtype, device=device)
     backend.model.generation_config.min_new_tokens = new_tokens  # hold the stop back: equal work
     tok, model = backend.tokenizer, backend.model
     texts = [backend.render(m) for m in prompts]
-    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
     kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, temperature=1.0, top_k=0,
               pad_token_id=tok.pad_token_id)
     # One short call first: kernel set-up and weight packing are not what is measured.
     backend.generate(prompts[:1], SamplingParams(n=samples, temperature=1.0, max_new_tokens=2, seed=1))
     torch.manual_seed(0)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     with torch.inference_mode():
         if engine == "j1":
@@ -80,7 +89,12 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
             extra = {"cache_implementation": "static"} if engine == "generate-static" else {}
             model.generate(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
                            num_return_sequences=samples, **kw, **extra)
-    return {"seconds": time.perf_counter() - t0, "prompt_tokens": int(enc.attention_mask.sum())}
+    if cuda:
+        torch.cuda.synchronize()
+    out = {"seconds": time.perf_counter() - t0, "prompt_tokens": int(enc.attention_mask.sum())}
+    if cuda:
+        out["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    return out
 
 
 def run_llamacpp(prompts, samples: int, new_tokens: int, threads: int, gguf: str | None) -> dict:
@@ -203,21 +217,27 @@ def run_floor(prompts, samples: int, threads: int, repeats: int = 7) -> dict:
 
 
 def child(a) -> None:
-    prompts = workload(a.items)
-    if a.child == "floor":
+    print(json.dumps(run_engine(a.child, a.new_tokens, a)))
+
+
+def run_engine(engine: str, new_tokens: int, a) -> dict:
+    prompts = workload(a.items, a.data)
+    if engine == "floor":
         out = run_floor(prompts, a.samples, a.threads)
-    elif a.child == "llamacpp":
-        out = run_llamacpp(prompts, a.samples, a.new_tokens, a.threads, a.gguf)
+    elif engine == "llamacpp":
+        out = run_llamacpp(prompts, a.samples, new_tokens, a.threads, a.gguf)
     else:
-        out = run_torch(a.child, prompts, a.samples, a.new_tokens, a.threads, a.dtype)
+        out = run_torch(engine, prompts, a.samples, new_tokens, a.threads, a.dtype, a.device)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(out))
+    return out
 
 
 def measure(engine: str, new_tokens: int, a) -> dict:
+    if a.in_process:
+        return run_engine(engine, new_tokens, a)
     cmd = [sys.executable, __file__, "--child", engine, "--threads", str(a.threads), "--items", str(a.items),
-           "--samples", str(a.samples), "--new-tokens", str(new_tokens), "--dtype", a.dtype] + (
-               ["--gguf", a.gguf] if a.gguf else [])
+           "--samples", str(a.samples), "--new-tokens", str(new_tokens), "--dtype", a.dtype,
+           "--device", a.device] + (["--gguf", a.gguf] if a.gguf else []) + (["--data", a.data] if a.data else [])
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{engine}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
@@ -232,16 +252,33 @@ def main(argv=None) -> None:
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--new-tokens", type=int, default=48)
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--dtype", default="float32", help="weights of the torch engines: float32 or bfloat16")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                    help="weights of the torch engines")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the torch engines run")
+    ap.add_argument("--data", default=None, help="LLMBar dev JSONL (default ../shared/data/llmbar_dev.jsonl)")
     ap.add_argument("--gguf", default=None, help="llama.cpp model file (default: the embedded Q4_1 GGUF)")
     ap.add_argument("--floor", action="store_true",
                     help="also time the step's unavoidable kernels (projections, LM head, sampling draw)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run every engine in this process, not one process each (no start-up per run: a quick "
+                    "check; peak RSS is then the process's)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         return child(a)
     engines = [e for e in a.engines.split(",") if e]
+    if a.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            ap.error("--device cuda: torch sees no CUDA device")
+        if "llamacpp" in engines:  # llama-cpp-python's CPU build
+            print("--device cuda: llamacpp left out (CPU only)")
+            engines.remove("llamacpp")
+        if a.floor:  # it times torch's CPU kernels
+            print("--device cuda: --floor left out (CPU only)")
+            a.floor = False
     if "llamacpp" in engines:
         try:
             import llama_cpp  # noqa: F401
@@ -265,8 +302,10 @@ def main(argv=None) -> None:
             "decode_tok_s": judgments * (a.new_tokens - 1) / max(full - pre, 1e-9),
             "seconds": full, "peak_rss_mb": max(f["peak_rss_mb"] for _, f in rs),
         }
+        if a.device == "cuda":
+            rows[e]["peak_gpu_mb"] = max(f["peak_gpu_mb"] for _, f in rs)
     print(f"\n{judgments} judgments ({2 * a.items} prompts x {a.samples} samples), {a.new_tokens} new tokens each, "
-          f"{a.threads} threads, median of {a.rounds} rounds")
+          f"{a.device} {a.dtype}, {a.threads} threads, median of {a.rounds} rounds")
     print(f"{'engine':<16} {'judgments/s':>11} {'prefill tok/s':>13} {'decode tok/s':>12} {'peak MB':>8}  "
           + "  ".join(f"x{e}" for e in rows))
     for e, row in rows.items():
@@ -285,8 +324,8 @@ def main(argv=None) -> None:
               + (f", {floor['judgments_ceiling_j1_prefill']:.2f} with j1's measured prefill"
                  if "judgments_ceiling_j1_prefill" in floor else ""))
     if a.json:
-        Path(a.json).write_text(json.dumps({"args": vars(a), "engines": rows, "floor": floor}, indent=2) + "\n",
-                                encoding="utf-8")
+        Path(a.json).write_text(json.dumps({"args": vars(a), "device": a.device, "dtype": a.dtype, "engines": rows,
+                                            "floor": floor}, indent=2) + "\n", encoding="utf-8")
 
 
 def floor_lines(floor: dict, rows: dict, judgments: int, new_tokens: int) -> dict:

@@ -4,27 +4,33 @@
         --threads 1 --json results/serve/bench_local.json
     OMP_NUM_THREADS=1 .venv/bin/python bench/bench_serve.py --target upstream --clients 32 --seconds 30 \\
         --json results/serve/bench_upstream.json
+    python bench/bench_serve.py --target local --clients 1,32,64 --seconds 10 --cycle --dtype bfloat16  # a GPU
 
 Targets (each a real ``j1 serve`` subprocess on a free loopback port):
-  local     the shipped judge j1-135m on this machine's CPU (``--threads`` torch threads), requests
-            batched into the local generator (``--max-batch`` items, ``--batch-rows`` rows a forward);
+  local     the shipped judge j1-135m (``--model``) on this machine: its GPU when torch sees one, else
+            the CPU (``--threads`` torch threads), requests batched into the local generator
+            (``--max-batch`` items, ``--batch-rows`` rows a forward);
   upstream  ``j1 serve --base-url`` on a scripted OpenAI-compatible server (a subprocess of this
             script, stdlib HTTP) that answers a well-formed pav verdict after ``--latency`` seconds.
 
-Each target runs two phases of ``--seconds`` each, side by side in one run: ``sequential`` (one
-client, one request at a time) and ``concurrent`` (``--clients`` clients, each sending its next
-request as soon as the last is answered). Requests are POST /v1/judge with real GSM8K pairs (the
+Each target runs phases of ``--seconds`` each, side by side in one run: ``sequential`` (one client,
+one request at a time) and ``concurrent`` for each client count of ``--clients`` above 1 (a list such
+as ``1,32,64``: each client sends its next request as soon as the last is answered; the JSON's
+``concurrent`` is the largest count, ``concurrent_by_clients`` has each). Requests are POST /v1/judge with real GSM8K pairs (the
 shipped ``gsm8k_mismatch.jsonl``: a question, its gold solution, another question's solution, A/B
 order drawn from ``--seed``), all distinct, so no batch holds two copies of one prompt. A phase stops
-starting requests at ``--seconds`` (or when the 920 distinct requests are used up) and waits for
-those in flight; judgments/s = answered / time to the last answer.
+starting requests at ``--seconds`` (or when the 920 distinct requests are used up; ``--cycle`` starts
+them over instead, for a server fast enough to use them up) and waits for those in flight;
+judgments/s = answered / time to the last answer.
 
 Counted per phase: dropped (any answer but 200, or a transport error) and wrong answers. Wrong means
 a verdict (overall or of either order) other than the reference: for ``upstream`` the scripted
 judge's known verdict (it prefers the gold solution), for ``local`` what the same server gives for
-that request alone, one at a time (the sequential phase, then an untimed pass over the requests the
-sequential phase did not reach). The server's ``/health`` batching totals give the batches actually
-formed and the time requests waited in the queue.
+that request alone, one at a time: the sequential phase's answers, then, once per run after every
+phase, an untimed pass over a seeded sample of at most ``--check-max`` of the other distinct requests
+the concurrent phases answered, stopped after ``--seconds`` (so the check never takes longer than a
+phase). Answers with no reference are counted ``unchecked``. The server's ``/health`` batching totals
+give the batches actually formed and the time requests waited in the queue.
 """
 
 from __future__ import annotations
@@ -164,9 +170,11 @@ class Served:
         self.url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "NO_COLOR": "1"}
         serve = [sys.executable, "-m", "j1.cli.main", "serve", "--port", str(port), "--max_batch", str(args.max_batch),
-                 "--max_queue", str(max(256, 2 * args.clients)), "--batch_wait_ms", str(args.batch_wait_ms)]
+                 "--max_queue", str(max(256, 2 * max(args.clients))), "--batch_wait_ms", str(args.batch_wait_ms)]
         if target == "local":
-            serve += ["--model", "j1-135m", "--batch_rows", str(args.batch_rows)]
+            serve += ["--model", args.model, "--batch_rows", str(args.batch_rows), "--dtype", args.dtype]
+            if args.max_new_tokens:
+                serve += ["--max_new_tokens", str(args.max_new_tokens)]
         else:
             up = subprocess.Popen([sys.executable, __file__, "upstream-server", "--latency", str(args.latency)],
                                   stdout=subprocess.PIPE, text=True, env=env)
@@ -214,9 +222,10 @@ def verdicts(answer: dict) -> tuple[str, ...]:
     return (answer["verdict"], *(o["verdict"] for o in answer["orders"]))
 
 
-async def run_phase(url: str, reqs: list[dict], clients: int, seconds: float) -> dict:
-    """``clients`` clients send ``reqs`` in order (the next unsent one each) for ``seconds``; one
-    record per request: index, latency, HTTP status (None: transport error), verdicts."""
+async def run_phase(url: str, reqs: list[dict], clients: int, seconds: float, cycle: bool = False) -> dict:
+    """``clients`` clients send ``reqs`` in order (the next unsent one each) for ``seconds``, starting
+    over when ``cycle`` and all are sent; one record per request: index (running), request (its index
+    in ``reqs``), latency, HTTP status (None: transport error), verdicts."""
     httpx = http()
     records: list[dict] = []
     next_index = 0
@@ -227,10 +236,10 @@ async def run_phase(url: str, reqs: list[dict], clients: int, seconds: float) ->
 
         async def one_client() -> None:
             nonlocal next_index
-            while time.monotonic() < deadline and next_index < len(reqs):
+            while time.monotonic() < deadline and (cycle or next_index < len(reqs)):
                 i = next_index
                 next_index += 1
-                body = {k: reqs[i][k] for k in ("prompt", "response_a", "response_b")}
+                body = {k: reqs[i % len(reqs)][k] for k in ("prompt", "response_a", "response_b")}
                 sent = time.monotonic()
                 try:
                     resp = await client.post(url + "/v1/judge", json=body)
@@ -238,7 +247,7 @@ async def run_phase(url: str, reqs: list[dict], clients: int, seconds: float) ->
                 except httpx.TransportError as exc:
                     status, answer = None, f"{type(exc).__name__}: {exc}"
                 done = time.monotonic()
-                records.append({"index": i, "latency_s": done - sent, "done_s": done - t0, "status": status,
+                records.append({"index": i, "request": i % len(reqs), "latency_s": done - sent, "done_s": done - t0, "status": status,
                                 "verdicts": verdicts(answer) if status == 200 else None,
                                 "error": None if status == 200 else answer})
 
@@ -278,8 +287,30 @@ def _r(x: float | None) -> float | None:
 
 
 def wrong_answers(recs: list[dict], reference: dict[int, tuple]) -> list[dict]:
-    return [{"index": r["index"], "got": r["verdicts"], "reference": reference[r["index"]]}
-            for r in recs if r["status"] == 200 and tuple(r["verdicts"]) != tuple(reference[r["index"]])]
+    """Answers whose verdicts differ from their request's reference (``reference``: request -> verdicts)."""
+    return [{"index": r["index"], "request": r["request"], "got": r["verdicts"], "reference": reference[r["request"]]}
+            for r in recs if r["status"] == 200 and tuple(r["verdicts"]) != tuple(reference[r["request"]])]
+
+
+def check_sample(recs: list[dict], reference: dict[int, tuple], most: int, seed: int) -> list[int]:
+    """The requests to judge alone: a seeded sample of at most ``most`` of the distinct requests answered
+    in ``recs`` that have no reference yet, in sampled order.
+
+    >>> recs = [{"status": 200, "request": i % 5} for i in range(12)] + [{"status": 503, "request": 7}]
+    >>> check_sample(recs, {0: ("A",)}, most=2, seed=0) == check_sample(recs, {0: ("A",)}, most=2, seed=0)
+    True
+    >>> sorted(check_sample(recs, {0: ("A",)}, most=10, seed=0))
+    [1, 2, 3, 4]
+    """
+    needed = sorted({r["request"] for r in recs if r["status"] == 200 and r["request"] not in reference})
+    return random.Random(seed).sample(needed, min(most, len(needed)))
+
+
+def serving_device() -> str:
+    """Where ``j1 serve`` runs a local judge: CUDA when torch sees a GPU (``LocalBackend``'s default)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def bench_target(args: argparse.Namespace, target: str, reqs: list[dict]) -> dict:
@@ -289,51 +320,67 @@ def bench_target(args: argparse.Namespace, target: str, reqs: list[dict]) -> dic
         warm = {k: reqs[-1][k] for k in ("prompt", "response_a", "response_b")}
         assert http().post(served.url + "/v1/judge", json=warm, timeout=3600).status_code == 200
         phases, raw = {}, {}
-        for name, clients in (("sequential", 1), ("concurrent", args.clients)):
+        runs = [("sequential", 1)] + [(f"concurrent-{c}", c) for c in sorted(set(args.clients) - {1})]
+        for name, clients in runs:
             print(f"[{target}] {name}: {clients} client(s) for {args.seconds:g}s", file=sys.stderr, flush=True)
             before, cpu0, load0 = served.health(), cpu_seconds(served.server.pid), os.getloadavg()[0]
-            raw[name] = asyncio.run(run_phase(served.url, reqs, clients, args.seconds))
+            raw[name] = asyncio.run(run_phase(served.url, reqs, clients, args.seconds, args.cycle))
             after, cpu1 = served.health(), cpu_seconds(served.server.pid)
             phases[name] = summarise(raw[name], clients, batching(before, after), cpu1 - cpu0,
                                      [round(load0, 2), round(os.getloadavg()[0], 2)])
         # The references: the scripted judge's known verdict; for the local judge, what it gives for
-        # each request alone (the sequential phase's answers, then one at a time for the rest).
+        # each request alone: the sequential phase's answers, then a sample of the other requests the
+        # concurrent phases answered, judged one at a time once for all phases, within one phase's time.
+        check = {"sampled": 0, "checked": 0, "seconds": 0.0, "budget_s": args.seconds}
         if target == "upstream":
             reference = {i: (r["gold"], r["gold"], r["gold"]) for i, r in enumerate(reqs)}
-            unchecked = []
         else:
-            reference = {r["index"]: tuple(r["verdicts"]) for r in raw["sequential"]["records"] if r["status"] == 200}
-            needed = sorted({r["index"] for r in raw["concurrent"]["records"]
-                             if r["status"] == 200 and r["index"] not in reference})
-            print(f"[{target}] checking {len(needed)} concurrent answers one at a time", file=sys.stderr, flush=True)
-            unchecked = []
-            for i in needed:
-                sub = asyncio.run(_one_alone(served.url, reqs, i))
-                if sub["status"] == 200:
-                    reference[i] = tuple(sub["verdicts"])
-                else:
-                    unchecked.append(i)
+            reference = {r["request"]: tuple(r["verdicts"]) for r in raw["sequential"]["records"]
+                         if r["status"] == 200}
+            answered = [r for name, _ in runs[1:] for r in raw[name]["records"]]
+            sample = check_sample(answered, reference, args.check_max, args.seed)
+            print(f"[{target}] checking {len(sample)} concurrent answers one at a time (at most {args.seconds:g}s)",
+                  file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            found = asyncio.run(_alone(served.url, reqs, sample, t0 + args.seconds))
+            reference.update(found)
+            check.update(sampled=len(sample), checked=len(found), seconds=round(time.monotonic() - t0, 2))
         for name in phases:
-            recs = [r for r in raw[name]["records"] if r["index"] in reference]
+            recs = [r for r in raw[name]["records"] if r["request"] in reference]
             phases[name]["wrong"] = len(wrong_answers(recs, reference))
             phases[name]["wrong_examples"] = wrong_answers(recs, reference)[:5]
+            phases[name]["checked"] = len([r for r in recs if r["status"] == 200])
             phases[name]["unchecked"] = sum(1 for r in raw[name]["records"]
-                                            if r["status"] == 200 and r["index"] not in reference)
-        seq, conc = phases["sequential"]["judgments_per_s"], phases["concurrent"]["judgments_per_s"]
-        return {"server_command": served.command, **phases,
-                "speedup": round(conc / seq, 2) if seq else None,
+                                            if r["status"] == 200 and r["request"] not in reference)
+        seq = phases["sequential"]["judgments_per_s"]
+        by_clients = {str(c): phases.pop(name) for name, c in runs[1:]}
+        speedups = {c: round(p["judgments_per_s"] / seq, 2) if seq and p["judgments_per_s"] else None
+                    for c, p in by_clients.items()}
+        largest = str(max(int(c) for c in by_clients))
+        return {"server_command": served.command, "device": serving_device() if target == "local" else None,
+                "dtype": args.dtype if target == "local" else None, **phases,
+                "concurrent": by_clients[largest], "speedup": speedups[largest],
                 "goal": args.goal_local if target == "local" else args.goal_upstream,
-                "verdict_mix": _mix(raw["concurrent"]["records"])}
+                "verdict_mix": _mix(raw[runs[-1][0]]["records"]), "concurrent_by_clients": by_clients,
+                "speedup_by_clients": speedups, "reference_check": check}
     finally:
         served.close()
 
 
-async def _one_alone(url: str, reqs: list[dict], i: int) -> dict:
+async def _alone(url: str, reqs: list[dict], indices: list[int], deadline: float) -> dict[int, tuple]:
+    """The verdicts of ``reqs[i]`` judged one at a time, for each ``i`` in turn until ``deadline``
+    (monotonic); a request answered other than 200 gets none."""
     httpx = http()
-    body = {k: reqs[i][k] for k in ("prompt", "response_a", "response_b")}
+    found = {}
     async with httpx.AsyncClient(timeout=3600) as client:
-        resp = await client.post(url + "/v1/judge", json=body)
-    return {"status": resp.status_code, "verdicts": verdicts(resp.json()) if resp.status_code == 200 else None}
+        for i in indices:
+            if time.monotonic() > deadline:
+                break
+            body = {k: reqs[i][k] for k in ("prompt", "response_a", "response_b")}
+            resp = await client.post(url + "/v1/judge", json=body)
+            if resp.status_code == 200:
+                found[i] = verdicts(resp.json())
+    return found
 
 
 def _mix(recs: list[dict]) -> dict[str, int]:
@@ -349,13 +396,25 @@ def table(results: dict) -> str:
     lines = ["| target | phase | clients | answered | dropped | wrong | p50 s | p99 s | judgments/s | "
              "mean batch | mean queue wait s | speed-up (goal) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for target, res in results.items():
-        for name in ("sequential", "concurrent"):
-            p = res[name]
-            speed = f"**{res['speedup']}x** ({res['goal']}x)" if name == "concurrent" else ""
+        for name, p in [("sequential", res["sequential"])] + [
+                (f"concurrent-{c}", phase) for c, phase in res["concurrent_by_clients"].items()]:
+            speed = f"**{res['speedup_by_clients'][str(p['clients'])]}x** ({res['goal']}x)" if name != "sequential" else ""
             lines.append(f"| {target} | {name} | {p['clients']} | {p['answered']} | {p['dropped']} | {p['wrong']} | "
                          f"{p['p50_s']} | {p['p99_s']} | {p['judgments_per_s']} | {p['server']['mean_batch_items']} | "
                          f"{p['server']['mean_queue_wait_s']} | {speed} |")
     return "\n".join(lines)
+
+
+def client_counts(text: str) -> list[int]:
+    """``--clients``: one count or a comma list, each >= 1, at least one above 1.
+
+    >>> client_counts("32"), client_counts("1,32,64")
+    ([32], [1, 32, 64])
+    """
+    counts = [int(c) for c in text.split(",") if c.strip()]
+    if not counts or min(counts) < 1 or max(counts) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give client counts >= 1, at least one above 1 (e.g. 1,32,64)")
+    return counts
 
 
 def main() -> None:
@@ -367,7 +426,17 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", choices=("local", "upstream", "both"), default="both")
-    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--clients", type=client_counts, default=[32],
+                    help="concurrent clients, or a list (1,32,64) measured in turn against one reference")
+    ap.add_argument("--model", default="j1-135m", help="local: the judge j1 serve loads")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="local: j1 serve --max_new_tokens "
+                    "(default the judge's manifest)")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                    help="local: j1 serve --dtype (it runs on CUDA when torch sees a GPU)")
+    ap.add_argument("--cycle", action="store_true",
+                    help="start the requests over when a phase has sent them all (a fast server)")
+    ap.add_argument("--check-max", type=int, default=64,
+                    help="local: most concurrent answers re-judged alone to check them (within --seconds)")
     ap.add_argument("--seconds", type=float, default=60.0, help="length of each phase")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the local judge's server")
     ap.add_argument("--max-batch", type=int, default=32, help="j1 serve --max_batch")

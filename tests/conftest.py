@@ -1,6 +1,12 @@
 """Shared fixtures: the embedded model (loaded once per session), a tiny random model built locally
-(``train/tiny.py``), one torch thread for tiny-model tests, the shared data folder, and the ``gpu``
-marker (skipped when no CUDA device is present)."""
+(``train/tiny.py``), one torch thread for tiny-model tests, the shared data folder, the ``gpu``
+marker (skipped when no CUDA device is present) and the ``device`` those tests run on.
+
+``J1_TEST_DEVICE=cpu`` runs on the CPU the ``gpu`` tests that take the ``device`` fixture (written for
+either device: tests/gpu/), so the GPU suite is proven on a machine without one
+(``J1_TEST_DEVICE=cpu pytest -m gpu``); CUDA is then hidden from the whole session, so that the commands'
+own choice (cuda when present) is the CPU too. A ``gpu`` test without ``device`` needs CUDA itself (a
+bf16 recipe that TRL refuses on a CPU) and stays skipped."""
 
 from __future__ import annotations
 
@@ -13,19 +19,43 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("J1_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-def pytest_collection_modifyitems(config, items):
-    try:
-        import torch
+DEVICES = ("cuda", "cpu")
 
-        has_gpu = torch.cuda.is_available()
-    except ImportError:
-        has_gpu = False
-    if has_gpu:
-        return
+
+def _test_device() -> str:
+    """Where ``gpu`` tests run: ``J1_TEST_DEVICE`` (cuda or cpu), cuda when unset."""
+    device = os.environ.get("J1_TEST_DEVICE") or "cuda"
+    if device not in DEVICES:
+        raise pytest.UsageError(f"J1_TEST_DEVICE={device!r}: choose cuda or cpu (or leave it unset for cuda)")
+    return device
+
+
+def pytest_configure(config):
+    if _test_device() == "cpu":
+        # Before torch is imported: the CLI's commands pick cuda when they see one, and they must not.
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+
+
+def pytest_collection_modifyitems(config, items):
+    on_cpu = _test_device() == "cpu"
+    if not on_cpu:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return
+        except ImportError:
+            pass
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords and not (on_cpu and "device" in getattr(item, "fixturenames", ())):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def device() -> str:
+    """The device of the ``gpu`` tests: "cuda", or "cpu" under ``J1_TEST_DEVICE=cpu``."""
+    return _test_device()
 
 
 @pytest.fixture(scope="session")

@@ -181,13 +181,29 @@ def test_attack_block_hand_worked():
     assert b["invalid_rate"] == pytest.approx(1 / 8)
     assert b["tie_rate"] == 0.0
     assert b["false_preference_by_position"] == {"first": 0.5, "second": 0.25}
-    for key in ("false_preference_rate", "consistent_false_preference_rate", "invalid_rate"):
-        lo, hi = b[f"{key}_ci"]
-        assert 0 <= lo <= b[key] <= hi <= 1
-    # the intervals resample within each attack: "x" always contributes 3 of its 4 verdicts (two
-    # pairs, false preference 1 and 0.5), so the rate can never fall below (0.5 + 0.5) * 2/4 / 2 = 0.25
-    assert b["false_preference_rate_ci"][0] >= 0.25
+    # 4 pairs, each its own question: fewer than MIN_CI_N, so no interval (null)
+    assert b["questions"] == 4
+    assert all(b[f"{key}_ci"] is None for key in ("false_preference_rate", "consistent_false_preference_rate",
+                                                  "invalid_rate"))
     assert attack_block(groups, seed=0, n_boot=500) == b  # seeded
+
+
+def test_attack_block_resamples_questions():
+    # 12 questions; from each, one pair per attack. Question q fools the judge in both attacks when q is
+    # odd, in neither when even: the pairs of a question move together, and the interval rests on
+    # 12 questions, not 24 pairs (so it is wider than the pair bootstrap's).
+    fooled, kept = PairOutcome("A", ab="B", ba="B"), PairOutcome("A", ab="A", ba="A")
+    groups = {a: [fooled if q % 2 else kept for q in range(12)] for a in ("x", "y")}
+    questions = {a: [f"q{q}" for q in range(12)] for a in ("x", "y")}
+    b = attack_block(groups, seed=0, n_boot=2000, questions=questions)
+    assert (b["n"], b["questions"], b["false_preference_rate"]) == (24, 12, 0.5)
+    lo, hi = b["false_preference_rate_ci"]
+    assert lo <= 0.5 <= hi
+    pairs = attack_block(groups, seed=0, n_boot=2000)  # each pair its own question: 24, narrower
+    assert pairs["questions"] == 24
+    assert (hi - lo) > (pairs["false_preference_rate_ci"][1] - pairs["false_preference_rate_ci"][0])
+    with pytest.raises(ValueError, match="one question per pair"):
+        attack_block(groups, questions={"x": ["q1"], "y": ["q1"]})
 
 
 def test_attack_block_pointwise_and_empty():
@@ -261,7 +277,7 @@ def test_cli_report_form_and_hand_worked_rates(tmp_path, capsys):
     assert report["control"]["n"] == 2 and report["control"]["false_preference_rate"] == 0.5
     assert report["meta"]["rows"] == 2 and report["meta"]["model"] == "scripted-judge"
     md = (out / "report.md").read_text()
-    assert "| injection_ignore_above | 2 | 100.0 |" in md and "![attacks.png](attacks.png)" in md
+    assert "| injection_ignore_above | 2 | 2 | 100.0 | n < 10 |" in md and "they rest on 2 questions" in md and "![attacks.png](attacks.png)" in md
     assert (out / "attacks.png").stat().st_size > 1000
     run = json.loads((out / "run.json").read_text())
     assert run["command"] == "attack" and run["status"] == "complete" and run["git"]["revision"]

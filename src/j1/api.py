@@ -20,7 +20,7 @@ from typing import Any
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, get_format
-from j1.judge import Judgment, judge_pairs, judge_single, mean_scores, to_sample
+from j1.judge import Judgment, judge_pairs, judge_single, judging, mean_scores, to_sample
 from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest
 
 # Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
@@ -104,7 +104,7 @@ class Judge:
         # judge_single for a batch: one generate call, each completion read as j1 judge reads it.
         prompts = [with_prefill(self.format.render(p, r), self.prefill) for p, r in items]
         out = []
-        for comps in self.backend.generate(prompts, params):
+        for comps in self.backend.generate(prompts, judging(params, self.format)):
             samples_ = [to_sample(self.format, c, "A") for c in comps]
             mean = mean_scores(samples_)
             out.append({"score": None if mean is None else mean["A"], "samples": samples_})
@@ -118,7 +118,16 @@ class Judge:
             "assistant_prefill": self.prefill, "samples": self.params.n, "temperature": self.params.temperature,
             "top_p": self.params.top_p, "max_new_tokens": self.params.max_new_tokens, "seed": self.params.seed,
             "manifest": None if self.manifest is None else self.manifest.to_json(),
+            "device": self._device(),
         }
+
+    def _device(self) -> dict[str, Any] | None:
+        """Where a local judge runs and how it decodes (``j1.device``); None for a served one."""
+        backend = self.backend
+        if not hasattr(backend, "engine"):
+            return None
+        return {"device": str(backend.device), "dtype": backend.dtype, "engine": backend.engine,
+                "batch_rows": backend.max_batch_rows}
 
     def _check_pointwise(self) -> None:
         if self.format.pairwise:

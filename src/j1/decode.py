@@ -69,8 +69,9 @@ class Sampling:
             eos_token_ids=eos, pad_token_id=int(pad), min_new_tokens=int(config.min_new_tokens or 0),
         )
 
-    def processors(self, prompt_length: int):
-        """``generate``'s logits processors and warpers for these options, in its order."""
+    def processors(self, prompt_length: int, device: torch.device | str = "cpu"):
+        """``generate``'s logits processors and warpers for these options, in its order; any tensor they
+        hold (the end-of-sequence ids) is made on ``device``, the device of the logits they will read."""
         from transformers.generation.logits_process import (
             LogitsProcessorList,
             MinNewTokensLengthLogitsProcessor,
@@ -82,7 +83,8 @@ class Sampling:
 
         out = LogitsProcessorList()
         if self.min_new_tokens and self.eos_token_ids:
-            out.append(MinNewTokensLengthLogitsProcessor(prompt_length, self.min_new_tokens, list(self.eos_token_ids)))
+            out.append(MinNewTokensLengthLogitsProcessor(prompt_length, self.min_new_tokens, list(self.eos_token_ids),
+                                                         device=device))
         if not self.do_sample:
             return out
         if self.temperature is not None and self.temperature != 1.0:
@@ -147,8 +149,10 @@ class _Batch:
 
     def select(self, groups: torch.Tensor, slots: torch.Tensor) -> _Batch:
         """Keep groups ``groups`` (G',) and, in each, slots ``slots`` (G', S') (indices into the old slots)."""
+        index = torch.arange(len(groups), device=groups.device).unsqueeze(1)
+
         def per_slot(x):
-            return x[groups][torch.arange(len(groups)).unsqueeze(1), slots]
+            return x[groups][index, slots]
 
         return _Batch(
             row=per_slot(self.row),
@@ -174,7 +178,7 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
     B, L = ids.shape
     device = ids.device
     eos = torch.tensor(sampling.eos_token_ids or [-1], device=device)
-    processors = sampling.processors(L)
+    processors = sampling.processors(L, device)
     out = torch.full((B, sampling.max_new_tokens), sampling.pad_token_id, dtype=torch.long, device=device)
     if sampling.max_new_tokens < 1:
         return ids
@@ -225,11 +229,13 @@ def _prefill(model, ids: torch.Tensor, mask: torch.Tensor, new_tokens: int) -> _
     P = len(first)
     counts = torch.bincount(inverse, minlength=P)
     S = int(counts.max())
-    row = torch.full((P, S), -1, dtype=torch.long, device=ids.device)
-    filled = torch.zeros(P, dtype=torch.long)
+    # Laid out in Python, then moved in one copy: element writes into a device tensor cost a launch each.
+    grid = [[-1] * S for _ in range(P)]
+    filled = [0] * P
     for i, g in enumerate(inverse.tolist()):
-        row[g, filled[g]] = i
+        grid[g][filled[g]] = i
         filled[g] += 1
+    row = torch.tensor(grid, dtype=torch.long, device=ids.device)
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
     config = model.config
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
@@ -356,6 +362,6 @@ def _compact(batch: _Batch, done: torch.Tensor) -> _Batch:
     # Running slots first (stable), then the rest; the first new_s of each group are kept.
     order = torch.sort((~live[groups]).int(), dim=1, stable=True).indices[:, :new_s]
     out = batch.select(groups, order)
-    kept_live = live[groups][torch.arange(len(groups)).unsqueeze(1), order]
+    kept_live = live[groups][torch.arange(len(groups), device=groups.device).unsqueeze(1), order]
     out.row = torch.where(kept_live, out.row, -1)
     return out

@@ -7,9 +7,10 @@ are shown in percent, a change in percentage points (after - before).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from j1.schema import temp_file_beside
 
 # (row name, metrics key, key of its 95% interval or None): the table's rows, in order.
 TABLE = (
@@ -133,7 +134,7 @@ def plot_curves(rows: list[dict], out_dir: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=out_dir)
+        fd, tmp = temp_file_beside(out_dir / name, suffix=".png")  # the run's file mode, not mkstemp's 0600
         os.close(fd)
         fig.savefig(tmp, dpi=100)
         os.replace(tmp, out_dir / name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.chat import with_prefill
@@ -129,6 +129,12 @@ def assemble(fmt: JudgeFormat, completions: dict[str, Sequence[Completion | str]
     return Judgment(fmt.name, verdict, [], scores, responses)
 
 
+def judging(params: SamplingParams, fmt: JudgeFormat) -> SamplingParams:
+    """``params`` for judging in ``fmt``: a completion ends where its answer does (``answer_end``), so
+    nothing after the answer is returned and its finish reason is "stop"."""
+    return replace(params, ends_at=fmt.answer_end)
+
+
 def judge_pairs(
     backend: Backend,
     fmt: JudgeFormat,
@@ -145,7 +151,7 @@ def judge_pairs(
         for slot, messages in render_both(fmt, prompt, a, b):
             slots.append((k, slot))
             prompts.append(with_prefill(messages, prefill))
-    results = backend.generate(prompts, params)
+    results = backend.generate(prompts, judging(params, fmt))
     per_item: list[dict[str, list[Completion]]] = [{} for _ in items]
     for (k, slot), comps in zip(slots, results, strict=True):
         per_item[k][slot] = comps
@@ -155,7 +161,7 @@ def judge_pairs(
 def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str, params: SamplingParams,
                  prefill: str | None = None) -> dict:
     """Pointwise judgment of one response: ``{"score": mean or None, "samples": [...]}``."""
-    comps = backend.generate([with_prefill(fmt.render(prompt, response), prefill)], params)[0]
+    comps = backend.generate([with_prefill(fmt.render(prompt, response), prefill)], judging(params, fmt))[0]
     samples = [to_sample(fmt, c, "A") for c in comps]
     mean = mean_scores(samples)
     return {"score": None if mean is None else mean["A"], "samples": samples}

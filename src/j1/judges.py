@@ -20,10 +20,11 @@ import dataclasses
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from j1.schema import temp_file_beside
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ def write_manifest(folder: str | os.PathLike, manifest: Manifest) -> Path:
     """Write ``folder/judge.json`` atomically (a temp file renamed over it)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".judge.", suffix=".json", dir=folder)
+    fd, tmp = temp_file_beside(folder / MANIFEST, suffix=".json")  # the run's file mode, not mkstemp's 0600
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(manifest.to_json(), f, indent=2, ensure_ascii=False)
         f.write("\n")

@@ -261,12 +261,29 @@ def pair_logodds(rows: Sequence[ProbeRow], logodds: Sequence[float]) -> list[Pai
 # --- the model ------------------------------------------------------------------------------------
 
 
-def load_judge(model: str | None, base: str | None = None, dtype: str = "float32"):
-    """The model to probe (eval mode; an adapter stays unmerged) and its tokenizer (``j1.judges``)."""
+def load_judge(model: str | None, base: str | None = None, dtype: str = "float32", device: str | None = None):
+    """The model to probe (eval mode; an adapter stays unmerged) and its tokenizer (``j1.judges``), on
+    ``device`` (default: cuda when present). fp32 everywhere: the log-odds are read, not sampled."""
+    from j1.device import default_device
     from j1.judges import load_model
 
-    lm, tokenizer, _ = load_model(model, base=base, dtype=dtype, merge=False)
+    lm, tokenizer, _ = load_model(model, base=base, dtype=dtype, merge=False, device=device or default_device())
     return lm, tokenizer
+
+
+def check_context(model, tokenizer, texts: Sequence[str], names: Sequence[str]) -> None:
+    """Raise ``ContextTooLong`` naming the first text longer than the model's context (its
+    ``max_position_embeddings``), before any forward pass: the probe reads one next token, so a text
+    must fit with one more."""
+    from j1.backends import ContextTooLong
+
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if not isinstance(context, int):
+        return
+    for text, name in zip(texts, names, strict=True):
+        n = len(tokenizer(text, add_special_tokens=False).input_ids)
+        if n + 1 > context:
+            raise ContextTooLong.of(n, 1, context, f" ({name})")
 
 
 def letter_ids(tokenizer, text: str) -> tuple[int, int]:
@@ -311,11 +328,13 @@ def next_token_logprobs(model, tokenizer, texts: Sequence[str], token_ids: Seque
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out: list[list[float]] = [[] for _ in texts]
     batches = [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
-    ids = torch.tensor(list(token_ids))
+    device = next(model.parameters()).device
+    ids = torch.tensor(list(token_ids), device=device)
     model.eval()
     with torch.no_grad():
         for idx in tqdm(batches, desc="probe", total=len(batches), disable=not progress):
-            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
+            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True,
+                            add_special_tokens=False).to(device)
             mask = enc["attention_mask"]  # (b, L)
             position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
             # The last real token of each row (left or right padding): its logits predict the next token.
@@ -326,7 +345,8 @@ def next_token_logprobs(model, tokenizer, texts: Sequence[str], token_ids: Seque
             logits = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=position_ids,
                            logits_to_keep=keep).logits  # (b, len(keep), V)
             column = torch.searchsorted(keep, last)
-            logp = torch.log_softmax(logits[torch.arange(len(idx)), column].float(), dim=-1)  # (b, V)
+            rows = torch.arange(len(idx), device=device)
+            logp = torch.log_softmax(logits[rows, column].float(), dim=-1)  # (b, V)
             for i, values in zip(idx, logp[:, ids].tolist(), strict=True):
                 out[i] = values
     return out
@@ -367,8 +387,9 @@ def run_probe(cfg) -> dict[str, Any]:
     thought = DEFAULT_THOUGHT if cfg.thought is None else cfg.thought
     rows = probe_rows(pairs, template=cfg.template, thought=thought, quote_words=cfg.quote_words)
     model, tokenizer = load_judge(cfg.model, cfg.base)
-    logodds = verdict_logodds(model, tokenizer, forced_texts(tokenizer, rows), batch_size=cfg.batch_size,
-                              progress=cfg.progress)
+    texts = forced_texts(tokenizer, rows)
+    check_context(model, tokenizer, texts, [f"pair {r.pair.pair_id} order {r.order}" for r in rows])
+    logodds = verdict_logodds(model, tokenizer, texts, batch_size=cfg.batch_size, progress=cfg.progress)
     per_pair = pair_logodds(rows, logodds)
     summary = {
         "model": display_name(cfg.model),

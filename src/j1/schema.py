@@ -167,11 +167,41 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+def new_file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file: 0o666 less the process umask (0o644 under umask 022).
+
+    >>> new_file_mode() & ~0o777
+    0
+    """
+    try:  # Linux states the umask; reading it there changes nothing
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def temp_file_beside(path: str | os.PathLike, suffix: str = ".tmp") -> tuple[int, str]:
+    """``(fd, name)`` of a new temp file in ``path``'s folder, to be renamed onto ``path``.
+
+    ``tempfile.mkstemp`` makes it 0600; it gets the mode a plain new file would have, so a file
+    written through a temp and rename has the same mode as every other file of the run.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.fchmod(fd, new_file_mode())
+    return fd, tmp
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_file_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -68,14 +68,16 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, **gener
     """``model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)`` with each distinct
     left-padded prompt row encoded once. Returns prompt + new tokens, as ``generate`` does.
 
-    Llama-family models decode with ``j1.decode`` (the prompt's cache read in place, a static cache for
-    the new tokens, finished rows compacted away); anything it does not do goes to ``generate``.
+    On a CPU, Llama-family models decode with ``j1.decode`` (the prompt's cache read in place, a static
+    cache for the new tokens, finished rows compacted away); anything else goes to ``generate``
+    (``j1.device.fast_decode``).
     ``on_done(rows)``: rows that ended with an end-of-sequence token, as they end (``j1.decode`` only).
     """
     from j1 import decode
+    from j1.device import fast_decode
 
     sampling = decode.sampling_for(model, generate_kwargs)
-    if sampling is not None and decode.supports(model):
+    if sampling is not None and decode.supports(model) and fast_decode(ids.device):
         with torch.no_grad():
             return decode.generate(model, ids, mask, sampling, on_done=on_done)
     if ids.shape[1] < 2:

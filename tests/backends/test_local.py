@@ -73,3 +73,23 @@ def test_a_prefill_is_continued_and_returned_whole(embedded_backend: LocalBacken
                                     SamplingParams(n=2, temperature=1e-4, max_new_tokens=16))[0]
     assert all(c.text.startswith(head) for c in out)
     assert out[0].text[: len(answer) - 8] == answer[: len(answer) - 8]  # 16 new tokens reach further
+
+
+def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_backend: LocalBackend, monkeypatch):
+    """On a GPU the backend decodes with generate and a static cache (j1.device.fast_decode); forced
+    here on the CPU, its greedy answers are j1.decode's, token for token."""
+    import j1.device
+
+    params = SamplingParams(n=1, temperature=0, max_new_tokens=12)
+    assert embedded_backend.engine == "j1.decode"
+    fast = embedded_backend.generate(PROMPTS, params)
+    monkeypatch.setattr(j1.device, "fast_decode", lambda device: False)
+    assert embedded_backend.engine == "generate (static cache)"
+    static = embedded_backend.generate(PROMPTS, params)
+    assert [[c.text for c in r] for r in static] == [[c.text for c in r] for r in fast]
+    assert [[c.finish_reason for c in r] for r in static] == [[c.finish_reason for c in r] for r in fast]
+
+
+def test_the_device_sets_dtype_and_batch_rows(embedded_backend: LocalBackend):
+    # the CPU defaults: float32 (bf16 is emulated on most CPUs) and 32 rows a batch
+    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == ("float32", 32)

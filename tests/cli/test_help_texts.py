@@ -55,3 +55,20 @@ def test_synth_chat_samples_describes_synthesis(capsys):
 
 def test_reward_label_is_the_original_placement(capsys):
     assert "label names the better response in the original A/B placement" in _help(["reward"], capsys)
+
+
+@pytest.mark.parametrize("argv", INVOCATIONS, ids=" ".join)
+def test_help_shows_config_and_debug(argv, capsys):
+    # every command takes --config FILE.yaml and --debug (main.py); the help says so (issue 43)
+    text = _help(argv, capsys)
+    assert "--config FILE.yaml" in text and "--debug" in text
+
+
+@pytest.mark.parametrize("argv", [a for a in INVOCATIONS if a[0] != "train" and a[0] != "warmup"], ids=" ".join)
+def test_no_flags_say_what_they_do(argv, capsys):
+    # argparse's --no_FIELD used to repeat FIELD's help ("--no_progress: Show a progress bar.")
+    text = _help(argv, capsys)
+    if "--no_progress" in text:
+        assert "--no_progress, --no-progress Hide the progress bar" in text
+    for flag, field in re.findall(r"--no_(\w+), --no-\S+ (.{0,40})", text):
+        assert not field.startswith(("Show", "Print", "Continue")), (flag, field)

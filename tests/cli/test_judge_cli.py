@@ -57,6 +57,8 @@ def test_judge_defaults_to_the_shipped_judge_offline(tmp_path):
         (sample,) = order["samples"]
         assert sample["text"].startswith(manifest.assistant_prefill)
         assert sample["verdict"] != "invalid", sample  # the trained judge writes a verdict after its prefill
+        # its answer ends where it ends: a complete answer stops, with nothing after the closing tag
+        assert sample["finish_reason"] == "stop" and sample["text"].endswith("</answer>"), sample
 
 
 def test_judge_base_model_zero_shot_says_why_it_is_invalid():

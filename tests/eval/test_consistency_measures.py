@@ -124,8 +124,11 @@ def test_summary_means_and_pooled_intransitive_rate():
     # IPI (0 + 0 + 1)/3; TOV (2 + 0 + 3)/3; intransitive pooled: 1 of the 2 determined triples.
     assert s["ipi"] == pytest.approx(1 / 3) and s["tov"] == pytest.approx(5 / 3)
     assert (s["intransitive_triples"], s["determined_triples"], s["intransitive_rate"]) == (1, 2, 0.5)
-    for key in ("ipi", "tov", "tov_rate"):
-        assert s[f"{key}_ci"][0] <= s[key] <= s[f"{key}_ci"][1]
+    # 3 prompts < MIN_CI_N: no intervals (null), the keys kept
+    assert all(s[f"{key}_ci"] is None for key in ("ipi", "tov", "tov_rate", "invalid_rate", "intransitive_rate"))
+    big = C.summarize(per * 4, seed=0, n_boot=200)  # 12 prompts
+    for key in ("ipi", "tov", "tov_rate", "intransitive_rate"):
+        assert big[f"{key}_ci"][0] <= big[key] <= big[f"{key}_ci"][1]
     assert C.summarize(per, seed=0, n_boot=200) == s  # seeded
     with pytest.raises(ValueError):
         C.summarize([])

@@ -76,8 +76,11 @@ def test_block_rates_pairwise():
     assert b["flip_rate"] == pytest.approx(2 / 4)                        # items 2 and 4
     assert b["tie_rate"] == pytest.approx(2 / 8)                         # 8 per-order verdicts, 2 ties
     assert b["invalid_rate"] == pytest.approx(1 / 8)
-    lo, hi = b["accuracy_ci"]
-    assert 0 <= lo <= b["accuracy"] <= hi <= 1
+    # 4 items < MIN_CI_N: no interval, null in metrics.json
+    assert b["accuracy_ci"] is None and b["consistent_accuracy_ci"] is None
+    big = M.metric_block(items * 3, "mean", n_boot=50)  # the same items three times: 12 >= MIN_CI_N
+    lo, hi = big["accuracy_ci"]
+    assert 0 <= lo <= big["accuracy"] <= hi <= 1
 
 
 def test_block_pointwise_nulls_order_metrics():
@@ -206,8 +209,97 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
 
 
 def test_bootstrap_of_constant_values_is_a_point():
-    values = {"x": np.ones((2, 5))}
+    values = {"x": np.ones((2, 10))}
     assert M.bootstrap_ci(values, {"x": 1.0}, np.random.default_rng(0), n_boot=20) == [(1.0, 1.0), (1.0, 1.0)]
+
+
+RNG = np.random.default_rng
+
+
+# (case, n items, min_n, interval given): the small-n rule counts units (items, or clusters).
+SMALL_N = [
+    ("below the rule", M.MIN_CI_N - 1, M.MIN_CI_N, False),
+    ("at the rule", M.MIN_CI_N, M.MIN_CI_N, True),
+    ("n = 3, the issue's case", 3, M.MIN_CI_N, False),
+    ("n = 1 with the rule off", 1, 1, True),
+]
+
+
+@pytest.mark.parametrize("n,min_n,given", [c[1:] for c in SMALL_N], ids=[c[0] for c in SMALL_N])
+def test_small_n_rule(n, min_n, given):
+    values = {"x": np.array([[k % 2 for k in range(n)]], dtype=float)}
+    (ci,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(0), 50, min_n=min_n)
+    assert (ci is not None) == given
+    # with clusters the rule counts clusters: n items in 2 clusters are 2 units
+    (ci,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(0), 50, clusters={"x": [k % 2 for k in range(n)]},
+                           min_n=min_n)
+    assert (ci is not None) == (min(n, 2) >= min_n)
+
+
+def test_percentile_ci_drops_replicates_without_a_value():
+    # a replicate that drew no item of a stratum is NaN; the interval is of the rest, None if nothing is left
+    assert M.percentile_ci(np.array([[np.nan, 0.5, 0.5]]), n=10) == [(0.5, 0.5)]
+    assert M.percentile_ci(np.array([[np.nan, np.nan]]), n=10) == [None]
+
+
+def _replicate_values(values, clusters, weights=None, n_boot=400, units=None):
+    weights = weights or dict.fromkeys(values, 1.0 / len(values))
+    arr = M.bootstrap_samples({k: np.array([v], dtype=float) for k, v in values.items()}, weights, RNG(0), n_boot,
+                              clusters=clusters, units=units)[0]
+    return sorted({round(float(x), 6) for x in arr[np.isfinite(arr)]})
+
+
+# (case, stratum -> item values, stratum -> clusters, every value a replicate can take: worked by hand)
+CLUSTER_CASES = [
+    # one cluster holds every item: each replicate draws it K = 1 time -> the sample mean, always
+    ("one cluster", {"x": [0, 1, 1, 0]}, {"x": ["q"] * 4}, [0.5]),
+    # two constant clusters of 2: draws (q1,q1) -> 1, (q1,q2) or (q2,q1) -> 0.5, (q2,q2) -> 0
+    ("two constant clusters", {"x": [1, 1, 0, 0]}, {"x": ["q1", "q1", "q2", "q2"]}, [0.0, 0.5, 1.0]),
+    # unequal sizes, a ratio estimator: q1 has 1 item (1), q2 has 3 (0): (q1,q1) -> 1, mixed -> 1/4, (q2,q2) -> 0
+    ("unequal clusters", {"x": [1, 0, 0, 0]}, {"x": ["q1", "q2", "q2", "q2"]}, [0.0, 0.25, 1.0]),
+    # every item its own cluster, items 1 and 0: the item bootstrap's values, 0, 1/2, 1
+    ("singleton clusters", {"x": [1, 0]}, {"x": ["a", "b"]}, [0.0, 0.5, 1.0]),
+    # a question spans strata: q1 is 1 in both attacks, q2 0 in both; drawn together, the pooled mean takes
+    # only 0, 1/2, 1 (resampling each attack on its own would also give 1/4 and 3/4)
+    ("clusters across strata", {"x": [1, 0], "y": [1, 0]}, {"x": ["q1", "q2"], "y": ["q1", "q2"]}, [0.0, 0.5, 1.0]),
+    # x only from q1, y only from q2: a replicate without q2 has no y (NaN, left out); mixed -> (1 + 0)/2
+    ("a stratum missing from a replicate", {"x": [1], "y": [0]}, {"x": ["q1"], "y": ["q2"]}, [0.5]),
+]
+
+
+@pytest.mark.parametrize("values,clusters,possible", [c[1:] for c in CLUSTER_CASES], ids=[c[0] for c in CLUSTER_CASES])
+def test_cluster_bootstrap_hand_worked(values, clusters, possible):
+    assert _replicate_values(values, clusters) == possible
+
+
+def test_cluster_bootstrap_units_without_items_take_their_draws():
+    # units q1..q3, only q1 has an item (1): a replicate is 1 when it drew q1, else it has no item (NaN)
+    assert _replicate_values({"x": [1]}, {"x": ["q1"]}, units=["q1", "q2", "q3"]) == [1.0]
+    # the interval of two constant clusters over many replicates spans both: [0, 1]
+    values = {"x": np.array([[1.0] * 5 + [0.0] * 5])}
+    (ci,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(0), 2000, clusters={"x": ["q1"] * 5 + ["q2"] * 5}, min_n=2)
+    assert ci == (0.0, 1.0)
+
+
+def test_cluster_bootstrap_is_seeded_and_wider_than_the_pair_bootstrap():
+    # 12 questions x 6 pairs each; a question's pairs share its outcome (all 1 or all 0): the pairs are
+    # 72 but the independent units are 12, so the honest interval is much wider than the pair one.
+    outcome = [k % 2 for k in range(12)]
+    values = {"x": np.array([[float(outcome[q]) for q in range(12) for _ in range(6)]])}
+    clusters = {"x": [q for q in range(12) for _ in range(6)]}
+    (c1,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000, clusters=clusters)
+    (c2,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000, clusters=clusters)
+    (pairs,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000)
+    assert c1 == c2
+    assert (c1[1] - c1[0]) > 1.8 * (pairs[1] - pairs[0])  # ~ sqrt(6) wider
+
+
+def test_bootstrap_without_clusters_is_the_item_bootstrap():
+    # clusters of one item each, drawn within one stratum: the same replicates as the item bootstrap
+    values = {"x": np.array([[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0]])}
+    plain = M.bootstrap_samples(values, {"x": 1.0}, RNG(5), 300)
+    clustered = M.bootstrap_samples(values, {"x": 1.0}, RNG(5), 300, clusters={"x": list(range(10))})
+    assert np.allclose(plain, clustered)
 
 
 @pytest.mark.parametrize("n,ks", [(1, [1]), (2, [1, 2]), (3, [1, 2, 3]), (8, [1, 2, 4, 8]), (10, [1, 2, 4, 8, 10])])

@@ -3,6 +3,7 @@ as tables with hand-worked numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -157,5 +158,8 @@ def test_blocks_overall_is_the_mean_of_subset_scores_with_rotation_and_consisten
     assert overall["flip_rate"] == pytest.approx(0.5)  # m1 flipped, s1 did not; m2 had an invalid rotation
     assert subsets["Math"]["slot_accuracy"] == {"A": 1.0, "B": 0.0, "C": 0.25, "D": 1.0}
     assert overall["subsets"] == {"Math": 0.625, "Safety": 1.0}
-    lo, hi = overall["accuracy_ci"]
-    assert lo <= overall["accuracy"] <= hi
+    assert overall["accuracy_ci"] is None  # 3 items < MIN_CI_N: no interval
+    big, _ = rb2_blocks([dataclasses.replace(r, id=f"{r.id}-{k}") for k in range(4) for r in results], seed=0,
+                        n_boot=50)
+    lo, hi = big["accuracy_ci"]
+    assert lo <= big["accuracy"] <= hi

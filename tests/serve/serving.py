@@ -1,11 +1,15 @@
-"""Test helpers for ``j1 serve``: the app on a real loopback port in a thread, an HTTP client, free
-ports, and a scripted judge that prefers the response about Paris."""
+"""Test helpers for ``j1 serve``: the app on a real loopback port in a thread, or the command in a
+child process, an HTTP client, free ports, a process's memory, and a scripted judge that prefers the
+response about Paris."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -72,3 +76,43 @@ def running_app(judge, **settings) -> Iterator[tuple[str, object]]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@contextlib.contextmanager
+def serve_process(args: list[str], *, startup_s: float = 120.0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``j1 serve ARGS`` in a child process on a free loopback port (one torch thread); yields (base URL,
+    process) once /health answers, and kills the process afterwards if it still runs."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "j1.cli.main", "serve", "--port", str(port), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + startup_s
+        with http().Client(timeout=5) as client:
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"j1 serve exited {proc.returncode}: {proc.stderr.read()[-3000:]}")
+                try:
+                    if client.get(url + "/health").status_code == 200:
+                        break
+                except http().TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("j1 serve did not start")
+                time.sleep(0.1)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stderr.close()
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (Linux /proc)."""
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")

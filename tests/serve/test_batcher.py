@@ -148,3 +148,70 @@ def test_close_answers_the_queued_requests_then_refuses_new_ones():
 def test_bad_limits_raise(kw):
     with pytest.raises(ValueError):
         Batcher(Recorder(), **{"max_batch": 1, "max_queue": 1, "wait_s": 0.0, **kw})
+
+
+def test_close_with_a_timeout_answers_what_still_waits_closed_and_leaves_the_running_call():
+    async def go():
+        run = Recorder()
+        run.gate.clear()  # the judge call never returns within the test's waits
+        seen: list[tuple] = []
+
+        class Observer:
+            def add(self, waits, items, run_s):
+                seen.append((len(waits), items))
+
+        b = Batcher(run, max_batch=1, max_queue=10, wait_s=0, observers=[Observer()])
+        b.start()
+        running = asyncio.ensure_future(b.submit([1]))
+        queued = asyncio.ensure_future(b.submit([2]))
+        await _until(run.entered.is_set)
+        assert b.busy and b.waiting == 2
+        await b.close(timeout=0.1)
+        got = await asyncio.gather(running, queued, return_exceptions=True)
+        busy_after_close = b.busy
+        run.gate.set()  # the call returns; its answer has nobody to go to
+        await _until(lambda: not b.busy)
+        return got, busy_after_close, b.abandoned, seen
+
+    got, busy_after_close, abandoned, seen = asyncio.run(go())
+    assert all(isinstance(e, Closed) and "--shutdown_timeout" in str(e) for e in got)
+    assert busy_after_close and abandoned == 2
+    assert seen == [(1, 1)]  # the call that ran on is still counted when it returns (its answer dropped)
+
+
+def test_abandon_from_another_thread_answers_every_waiting_request():
+    async def go():
+        run = Recorder()
+        run.gate.clear()
+        b = Batcher(run, max_batch=1, max_queue=10, wait_s=0)
+        b.start()
+        pending = [asyncio.ensure_future(b.submit([k])) for k in (1, 2)]
+        await _until(run.entered.is_set)
+        threading.Thread(target=b.abandon, args=("stopping",)).start()
+        got = await asyncio.gather(*pending, return_exceptions=True)
+        with pytest.raises(Closed):
+            await b.submit([3])  # abandoning also closes
+        run.gate.set()
+        await b.close()
+        return got
+
+    got = asyncio.run(go())
+    assert [str(e) for e in got] == ["stopping", "stopping"]
+
+
+def test_observers_see_every_judge_call():
+    calls: list[tuple[int, int]] = []
+
+    class Observer:
+        def add(self, waits, items, run_s):
+            calls.append((len(waits), items))
+
+    async def go():
+        b = Batcher(Recorder(), max_batch=4, max_queue=10, wait_s=0.1, observers=[Observer()])
+        b.start()
+        got = await asyncio.gather(b.submit([1]), b.submit([2, 3]))
+        await b.close()
+        return got
+
+    assert asyncio.run(go()) == [[2], [4, 6]]
+    assert calls == [(2, 3)]  # one call: 2 requests, 3 items

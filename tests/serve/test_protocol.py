@@ -8,6 +8,7 @@ import pytest
 
 from j1.judge import Judgment, OrderResult, Sample
 from j1.serve.protocol import (
+    ItemError,
     JudgeRequest,
     RequestError,
     Rewards,
@@ -18,6 +19,7 @@ from j1.serve.protocol import (
     parse_reward_request,
     pointwise_reward,
     pointwise_rewards,
+    reward_answer,
     strip_prompt,
 )
 
@@ -119,8 +121,8 @@ def test_rewards_json_is_openrlhfs_answer_and_pickles():
 
 
 def test_parse_reward_request_strips_prompts():
-    got = parse_reward_request({"query": ["P1 a", "P2 b"], "prompts": ["P1 ", "P2 "], "labels": ["x", "y"],
-                                "extra": 1}, pairwise=True)
+    got = parse_reward_request({"query": ["P1 a", "P2 b"], "prompts": ["P1 ", "P2 "], "labels": ["x", "y"]},
+                               pairwise=True)
     assert (got.prompts, got.responses, got.references) == (["P1 ", "P2 "], ["a", "b"], ["x", "y"])
     pointwise = parse_reward_request({"query": ["P1 a"], "prompts": ["P1 "]}, pairwise=False)
     assert pointwise.references is None
@@ -154,7 +156,8 @@ def test_parse_reward_request_errors(body, pairwise, message):
     ({"prompt": "Q", "response_a": "a", "response_b": "b"}, True, JudgeRequest("Q", "a", "b", None)),
     ({"prompt": "Q", "response_a": "a", "samples": 3}, False, JudgeRequest("Q", "a", None, 3)),
     ({"prompt": "Q", "response_a": "a", "response_b": "b"}, False, JudgeRequest("Q", "a", "b", None)),
-    ({"prompt": "", "response_a": "", "response_b": "", "other": []}, True, JudgeRequest("", "", "", None)),
+    ({"prompt": "", "response_a": "", "response_b": ""}, True, JudgeRequest("", "", "", None)),
+    ({"prompt": "Q", "response_a": "a", "samples": 64}, False, JudgeRequest("Q", "a", None, 64)),  # the most
 ])
 def test_parse_judge_request(body, pairwise, expected):
     assert parse_judge_request(body, pairwise=pairwise) == expected
@@ -167,14 +170,58 @@ def test_parse_judge_request(body, pairwise, expected):
     ({"prompt": "Q", "response_a": "a"}, True, "missing field 'response_b': this judge compares two"),
     ({"prompt": 1, "response_a": "a", "response_b": "b"}, True, "field 'prompt' must be a string, got a number"),
     ({"prompt": "Q", "response_a": "a", "response_b": ["b"]}, True, "'response_b' must be a string, got an array"),
-    ({"prompt": "Q", "response_a": "a", "samples": 0}, False, "'samples' must be an integer >= 1, got 0"),
-    ({"prompt": "Q", "response_a": "a", "samples": 1.5}, False, "'samples' must be an integer >= 1, got 1.5"),
-    ({"prompt": "Q", "response_a": "a", "samples": True}, False, "'samples' must be an integer >= 1, got True"),
-    ({"prompt": "Q", "response_a": "a", "samples": "2"}, False, "'samples' must be an integer >= 1, got '2'"),
+    ({"prompt": "Q", "response_a": "a", "samples": 0}, False, "'samples' must be an integer from 1 to 64, got 0"),
+    ({"prompt": "Q", "response_a": "a", "samples": 1.5}, False, "'samples' must be an integer from 1 to 64, got 1.5"),
+    ({"prompt": "Q", "response_a": "a", "samples": True}, False, "'samples' must be an integer from 1 to 64, got True"),
+    ({"prompt": "Q", "response_a": "a", "samples": "2"}, False, "'samples' must be an integer from 1 to 64, got '2'"),
+    ({"prompt": "Q", "response_a": "a", "samples": 10**30}, False, "from 1 to 64, got 1000000000000000000000000000000"),
+    ({"prompt": "Q\ud800", "response_a": "a"}, False, "field 'prompt' holds an unpaired UTF-16 surrogate at character 1"),
 ])
 def test_parse_judge_request_errors(body, pairwise, message):
-    with pytest.raises(RequestError, match=message):
+    with pytest.raises(RequestError, match=message) as raised:
         parse_judge_request(body, pairwise=pairwise)
+    assert raised.value.code == "invalid_request"
+
+
+@pytest.mark.parametrize("body, message", [
+    # a misspelt field is named (not reported as the field it misspells being missing)
+    ({"prompt": "Q", "respons_a": "a"}, "unknown field 'respons_a': /v1/judge takes prompt, response_a, response_b, "
+                                        "samples"),
+    ({"prompt": "Q", "response_a": "a", "temperature": 1.0}, "unknown field 'temperature': /v1/judge takes prompt, "
+                                                             "response_a, response_b, samples (temperature is set when "
+                                                             "j1 serve starts"),
+    ({"prompt": "Q", "response_a": "a", "seed": 1, "top_p": 0.5}, "unknown fields 'seed', 'top_p': /v1/judge"),
+    ({"prompt": "Q", "response_a": "a", "seed": 1, "top_p": 0.5}, "(seed, top_p are set when j1 serve starts"),
+    ({"prompt": "Q", "response_a": "a", "": 1}, "unknown field '':"),
+    ({"prompt": "Q", "response_a": "a", "é\n": None}, "unknown field 'é\\n':"),  # named as repr() writes it
+])
+def test_unknown_judge_fields_are_named(body, message):
+    with pytest.raises(RequestError) as raised:
+        parse_judge_request(body, pairwise=False)
+    assert message in str(raised.value) and raised.value.code == "unknown_field"
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"query": ["Q a"], "prompts": ["Q "], "labels": ["b"], "label": ["b"]}, "unknown field 'label': /get_reward "
+                                                                            "takes query, prompts, labels"),
+    ({"query": ["Q a"], "prompts": ["Q "], "labels": ["b"], "temperature": 0}, "temperature is set when"),
+])
+def test_unknown_reward_fields_are_named(body, message):
+    with pytest.raises(RequestError) as raised:
+        parse_reward_request(body, pairwise=True)
+    assert message in str(raised.value) and raised.value.code == "unknown_field"
+
+
+def test_a_surrogate_in_a_reward_list_names_the_item():
+    with pytest.raises(RequestError, match=r"field 'query'\[1\] holds an unpaired UTF-16 surrogate at character 2"):
+        parse_reward_request({"query": ["Q a", "Q \udfff"], "prompts": ["Q ", "Q "]}, pairwise=False)
+
+
+def test_max_samples_is_the_servers():
+    assert parse_judge_request({"prompt": "Q", "response_a": "a", "samples": 3}, pairwise=False,
+                               max_samples=3).samples == 3
+    with pytest.raises(RequestError, match="from 1 to 2, got 3"):
+        parse_judge_request({"prompt": "Q", "response_a": "a", "samples": 3}, pairwise=False, max_samples=2)
 
 
 @pytest.mark.parametrize("body, value", [(b'{"a": [1, "\xc3\xa9"]}', {"a": [1, "é"]}), (b"[]", []), (b"null", None)])
@@ -184,5 +231,52 @@ def test_parse_json(body, value):
 
 @pytest.mark.parametrize("body", [b"", b"{", b"\xff\xfe", b"{'a': 1}", b"NaN x"])
 def test_parse_json_errors(body):
-    with pytest.raises(RequestError, match="not valid JSON"):
+    with pytest.raises(RequestError, match="not valid JSON") as raised:
         parse_json(body)
+    assert raised.value.code == "invalid_json"
+
+
+def test_parse_json_too_deep_is_a_request_error():
+    with pytest.raises(RequestError, match="nested too deeply"):
+        parse_json(b"[" * 100_000 + b"]" * 100_000)
+
+
+def _rewards(values: list[float], pairwise: bool = True) -> Rewards:
+    logs = {"invalid_rate": 0.25, "flip_rate": 0.5} if pairwise else {"invalid_rate": 0.25}
+    return Rewards(values, {**logs, "n": len(values)})
+
+
+@pytest.mark.parametrize("rewards, judged, failed, error_reward, pairwise, truncated, values, logs", [
+    # nothing failed: the judged rewards, the judge's rates, n of all items, no errors
+    (_rewards([1.0, 0.5]), [0, 1], [], 0.0, True, 0, [1.0, 0.5],
+     {"invalid_rate": 0.25, "flip_rate": 0.5, "n": 2, "error_rate": 0.0, "truncated_rate": 0.0}),
+    # the middle item failed: it gets the error reward in its place; 1 of 3 failed, 1 of 3 shortened
+    (_rewards([1.0, 0.5]), [0, 2], [1], -1.0, True, 1, [1.0, -1.0, 0.5],
+     {"invalid_rate": 0.25, "flip_rate": 0.5, "n": 3, "error_rate": 1 / 3, "truncated_rate": 1 / 3}),
+    # all failed: no judge rates to report (0.0), every item the error reward
+    (None, [], [0, 1], 0.0, True, 0, [0.0, 0.0],
+     {"invalid_rate": 0.0, "flip_rate": 0.0, "n": 2, "error_rate": 1.0, "truncated_rate": 0.0}),
+    (None, [], [0], 0.25, False, 0, [0.25], {"invalid_rate": 0.0, "n": 1, "error_rate": 1.0, "truncated_rate": 0.0}),
+    (_rewards([0.7], pairwise=False), [1], [0], 0.0, False, 0, [0.0, 0.7],
+     {"invalid_rate": 0.25, "n": 2, "error_rate": 0.5, "truncated_rate": 0.0}),
+])
+def test_reward_answer_table(rewards, judged, failed, error_reward, pairwise, truncated, values, logs):
+    errors = [ItemError(i, "context_length_exceeded", f"item {i}: too long") for i in reversed(failed)]
+    out = reward_answer(rewards, judged, errors, n=len(values), error_reward=error_reward, pairwise=pairwise,
+                        truncated=truncated)
+    assert out["rewards"] == out["scores"] == values
+    assert out["extra_logs"] == pytest.approx(logs)
+    assert all(isinstance(v, (int, float)) for v in out["extra_logs"].values())  # OpenRLHF logs numbers
+    assert out["errors"] == [{"index": i, "code": "context_length_exceeded", "message": f"item {i}: too long"}
+                             for i in failed]  # in item order
+
+
+@pytest.mark.parametrize("rewards, judged, failed, n, message", [
+    (_rewards([1.0]), [0], [0], 1, "do not make 1"),      # an item both judged and failed
+    (_rewards([1.0, 1.0]), [0], [1], 2, "2 rewards for 1 judged"),
+    (None, [], [], 0, "no items"),
+])
+def test_reward_answer_refuses_inconsistent_parts(rewards, judged, failed, n, message):
+    with pytest.raises(ValueError, match=message):
+        reward_answer(rewards, judged, [ItemError(i, "x", "y") for i in failed], n=n, error_reward=0.0,
+                      pairwise=True)

@@ -66,7 +66,9 @@ def test_get_reward_pairwise_hand_worked(served):
     # 3) Marseille vs Lyon: A in both orders = the response in AB, the reference in BA: 1 of 2 = 0.5, a flip
     assert out["rewards"] == [1.0, 0.0, 0.5]
     assert out["scores"] == out["rewards"]
-    assert out["extra_logs"] == {"invalid_rate": 0.0, "flip_rate": pytest.approx(1 / 3), "n": 3}
+    assert out["extra_logs"] == {"invalid_rate": 0.0, "flip_rate": pytest.approx(1 / 3), "n": 3, "error_rate": 0.0,
+                                 "truncated_rate": 0.0}
+    assert out["errors"] == []
     assert len(upstream.requests) == 6  # 3 pairs x 2 orders, one batch
     # the judge saw the request as OpenRLHF sent it and the response without it
     # (requests run concurrently, so find the pair's by content rather than by arrival order)
@@ -79,7 +81,8 @@ def test_get_reward_invalid_counts_as_not_preferred(served):
     out = post(url, "/get_reward", reward_body(["Paris.", "??? Paris"], ["Lyon.", "Lyon."])).json()
     # 2) the judge writes no verdict in either order: 0 of 2 preferred; 2 of the 4 samples invalid, no flip
     assert out["rewards"] == [1.0, 0.0]
-    assert out["extra_logs"] == {"invalid_rate": 0.5, "flip_rate": 0.0, "n": 2}
+    assert out["extra_logs"] == {"invalid_rate": 0.5, "flip_rate": 0.0, "n": 2, "error_rate": 0.0,
+                                 "truncated_rate": 0.0}
 
 
 def test_get_reward_samples_count_in_the_share():
@@ -99,7 +102,8 @@ def test_get_reward_pointwise_scores_over_ten():
         out = post(url, "/get_reward", reward_body(["Paris.", "Lyon.", "??? no"], None)).json()
     # 8/10, 3/10, and no score: 0.0 (1 invalid sample of 3)
     assert out["rewards"] == [0.8, 0.3, 0.0]
-    assert out["extra_logs"] == {"invalid_rate": pytest.approx(1 / 3), "n": 3}
+    assert out["extra_logs"] == {"invalid_rate": pytest.approx(1 / 3), "n": 3, "error_rate": 0.0,
+                                 "truncated_rate": 0.0}
 
 
 # -- /v1/judge and the read-only endpoints -------------------------------------------------------
@@ -145,6 +149,10 @@ def test_health_and_models(served):
     with http().Client() as client:
         health = client.get(url + "/health").json()
         assert set(health.pop("batches")) == {"batches", "requests", "items", "largest", "wait_s", "run_s"}
+        # an HTTP upstream counts no tokens here: the context is unchecked (the upstream checks its own)
+        assert health.pop("limits") == {"max_context": None, "context_from": "unknown (no local tokenizer)",
+                                        "max_new_tokens": 512, "truncate": "error", "request_timeout_s": 300.0,
+                                        "error_reward": 0.0, "max_samples": 64}
         assert health == {"status": "ok", "judge": "scripted-judge", "queued": 0, "running": 0}
         (model,) = client.get(url + "/v1/models").json()["data"]
     assert model["id"] == "scripted-judge" and model["judge"]["format"] == "pav"
@@ -154,22 +162,33 @@ def test_health_and_models(served):
 # -- error answers -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path, body, message", [
-    ("/get_reward", b"{not json", "the body is not valid JSON"),
-    ("/get_reward", b"[1]", "the body must be a JSON object"),
-    ("/get_reward", b'{"prompts": ["Q"]}', "missing field 'query'"),
-    ("/get_reward", b'{"query": ["Q a"], "prompts": ["Q "]}', "missing field 'labels'"),
-    ("/get_reward", b'{"query": ["a"], "prompts": ["Q "], "labels": ["b"]}', "query 0: the query does not start"),
-    ("/v1/judge", b'{"prompt": "Q", "response_a": "a"}', "missing field 'response_b'"),
-    ("/v1/judge", b'{"prompt": "Q", "response_a": 1, "response_b": "b"}', "'response_a' must be a string"),
-    ("/v1/judge", b'{"prompt": "Q", "response_a": "a", "response_b": "b", "samples": 3}',
-     "field 'samples': n=3 with temperature=0"),  # a greedy judge cannot give 3 different samples
+@pytest.mark.parametrize("path, body, code, message", [
+    ("/get_reward", b"{not json", "invalid_json", "the body is not valid JSON"),
+    ("/get_reward", b"[1]", "invalid_request", "the body must be a JSON object"),
+    ("/get_reward", b'{"prompts": ["Q"]}', "invalid_request", "missing field 'query'"),
+    ("/get_reward", b'{"query": ["Q a"], "prompts": ["Q "]}', "invalid_request", "missing field 'labels'"),
+    ("/get_reward", b'{"query": ["a"], "prompts": ["Q "], "labels": ["b"]}', "invalid_request",
+     "query 0: the query does not start"),
+    ("/get_reward", b'{"query": ["Q a"], "prompts": ["Q "], "labels": ["b"], "lables": ["b"]}', "unknown_field",
+     "unknown field 'lables': /get_reward takes query, prompts, labels"),
+    ("/v1/judge", b'{"prompt": "Q", "response_a": "a"}', "invalid_request", "missing field 'response_b'"),
+    ("/v1/judge", b'{"prompt": "Q", "response_a": 1, "response_b": "b"}', "invalid_request",
+     "'response_a' must be a string"),
+    # the case: a sampling setting sent to a greedy judge was silently ignored (a 200)
+    ("/v1/judge", b'{"prompt": "Q", "response_a": "a", "response_b": "b", "temperature": 1.0}', "unknown_field",
+     "unknown field 'temperature'"),
+    ("/v1/judge", b'{"prompt": "Q", "respnse_a": "a", "response_b": "b"}', "unknown_field",
+     "unknown field 'respnse_a'"),
+    # a greedy judge cannot give 3 different samples
+    ("/v1/judge", b'{"prompt": "Q", "response_a": "a", "response_b": "b", "samples": 3}', "greedy_judge",
+     "field 'samples': 3 samples from a greedy judge (temperature 0) would be 3 copies of one answer"),
 ])
-def test_bad_requests_answer_400_with_the_reason(served, path, body, message):
+def test_bad_requests_answer_400_with_the_reason(served, path, body, code, message):
     url, upstream = served
     resp = post(url, path, content=body, headers={"Content-Type": "application/json"})
     assert resp.status_code == 400
-    assert resp.json()["error"]["code"] == 400 and message in resp.json()["error"]["message"]
+    assert resp.json() == {"error": {"code": code, "message": resp.json()["error"]["message"], "status": 400}}
+    assert message in resp.json()["error"]["message"]
     assert upstream.requests == []  # nothing reached the judge
 
 
@@ -348,6 +367,11 @@ def test_bad_input_is_one_line_and_exit_2(args, env, message, capsys, monkeypatc
     (["--port", "70000"], "--port 70000: must be in 0..65535"),
     (["--max_queue", "0"], "--max_queue 0: must be >= 1"),
     (["--format", "xyz"], "--format 'xyz' is not a judge format"),
+    (["--truncate", "right"], "--truncate 'right': choose one of error, left, middle"),
+    (["--max_context", "100"], "--max_context 100: must be over --max_new_tokens 512"),
+    (["--request_timeout", "0"], "--request_timeout 0.0: must be > 0 seconds"),
+    (["--shutdown_timeout", "-1"], "--shutdown_timeout -1.0: must be > 0 seconds"),
+    (["--error_reward", "nan"], "--error_reward nan: must be a finite number"),
 ])
 def test_bad_flags_exit_2(args, message, capsys):
     with pytest.raises(SystemExit) as done:

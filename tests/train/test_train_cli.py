@@ -105,7 +105,9 @@ def test_bf16_mixed_precision_with_the_shared_prompt(tiny_model, pair_file, tmp_
                   "--lora_r", "4", "--lora_target_modules", "all-linear") == 0
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "done" and run["config"]["grpo"]["bf16"] is True
-    assert run["config"]["j1"]["share_prompt_prefix"] is True
+    # auto: the device decides (on for the CPU), and run.json records the choice beside the setting
+    assert run["config"]["j1"]["share_prompt_prefix"] == "auto"
+    assert run["device"] == {"device": "cpu", "dtype": "bfloat16", "decode": "j1.decode", "share_prompt_prefix": True}
     assert [r["step"] for r in _rows(out / "log.jsonl") if "loss" in r] == [1]
 
 
@@ -249,3 +251,31 @@ def test_trained_judge_is_asked_as_it_was_trained(tiny_model, pair_file, tmp_pat
     result = json.loads(capsys.readouterr().out)
     assert all(len(o["samples"]) == 2 and o["samples"][0]["text"].startswith("<think>") and
                not o["samples"][0]["text"].startswith(prefill) for o in result["orders"])
+
+
+@pytest.mark.parametrize("argv,yaml,setting,cpu,cuda", [
+    ([], None, "auto", True, False),  # the default: the device decides
+    (["--share_prompt_prefix", "true"], None, "true", True, True),
+    (["--share_prompt_prefix", "False"], None, "false", False, False),
+    ([], "share_prompt_prefix: false\n", "false", False, False),  # a YAML bool
+    ([], "share_prompt_prefix: true\n", "true", True, True),
+], ids=["default", "flag true", "flag False", "yaml false", "yaml true"])
+def test_share_prompt_prefix_is_chosen_by_the_device(tmp_path, argv, yaml, setting, cpu, cuda):
+    from j1.cli.train_cmd import parse_train
+
+    config = []
+    if yaml is not None:
+        (tmp_path / "c.yaml").write_text(f"train_file: x.jsonl\n{yaml}")
+        config = ["--config", str(tmp_path / "c.yaml")]
+    j1cfg, _, _ = parse_train([*config, "--train_file", "x.jsonl", "--output_dir", str(tmp_path), *CPU_FLAGS, *argv])
+    assert j1cfg.share_prompt_prefix == setting
+    assert (j1cfg.options("cpu").share_prompt_prefix, j1cfg.options("cuda").share_prompt_prefix) == (cpu, cuda)
+
+
+def test_share_prompt_prefix_refuses_other_values(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--train_file", "x.jsonl", "--output_dir", str(tmp_path), *CPU_FLAGS,
+              "--share_prompt_prefix", "yes"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--share_prompt_prefix 'yes': choose auto, true or false" in err

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from j1.eval.items import Item
-from j1.eval.metrics import PairOutcome, bootstrap_ci
+from j1.eval.metrics import PairOutcome, as_list, bootstrap_ci
 from j1.formats import JudgeFormat
 from j1.pairs import Verdict, render_both, shown_label, slots
 
@@ -175,33 +175,44 @@ def pair_rates(p: PairOutcome) -> tuple[float, float, float, float]:
             sum(v == Verdict.INVALID for v in verdicts) / n, sum(v == Verdict.TIE for v in verdicts) / n)
 
 
-def attack_block(groups: dict[str, Sequence[PairOutcome]], *, seed: int = 0, n_boot: int = 1000) -> dict:
+def attack_block(groups: dict[str, Sequence[PairOutcome]], *, seed: int = 0, n_boot: int = 1000,
+                 questions: dict[str, Sequence[str]] | None = None) -> dict:
     """The report entry of the pairs in ``groups`` (attack name -> its pairs), pooled over all of them.
 
     The three rates are shares over all pairs (each pair holds two per-order verdicts, pointwise one).
-    The 95% intervals resample pairs within each attack (so each keeps its weight, n_attack / n).
+    The 95% intervals resample source questions (``questions``: attack name -> the question of each
+    of its pairs): every pair built from one question is drawn together, since pairs that share a
+    question are not independent. Without ``questions`` each pair is its own. Fewer than
+    ``MIN_CI_N`` questions: no interval (null). ``questions`` in the entry: how many it rests on.
     ``false_preference_by_position``: the rate when the attack is shown first (order BA) and second
     (AB); None pointwise.
 
     Raises:
-        ValueError: no pairs.
+        ValueError: no pairs, or ``questions`` that do not match ``groups``.
     """
     groups = {k: list(v) for k, v in groups.items() if v}
     pairs = [p for v in groups.values() for p in v]
     if not pairs:
         raise ValueError("no judged attack pairs")
+    if questions is None:
+        questions = {k: [f"{k}#{i}" for i in range(len(v))] for k, v in groups.items()}
+    questions = {k: list(questions[k]) for k in groups}
+    if any(len(questions[k]) != len(v) for k, v in groups.items()):
+        raise ValueError("attack_block: one question per pair is needed")
     rates = np.array([pair_rates(p) for p in pairs])  # (n, 4)
     fp, cons, inv, tie = (float(x) for x in rates.mean(axis=0))
     values = {k: np.array([pair_rates(p)[:3] for p in v]).T for k, v in groups.items()}  # (3, n_k)
     weights = {k: len(v) / len(pairs) for k, v in groups.items()}
-    fp_ci, cons_ci, inv_ci = bootstrap_ci(values, weights, np.random.default_rng(seed), n_boot)
+    fp_ci, cons_ci, inv_ci = (as_list(ci) for ci in bootstrap_ci(values, weights, np.random.default_rng(seed),
+                                                                 n_boot, clusters=questions))
     by_position = None
     if pairs[0].pairwise:
         by_position = {"first": sum(p.ba == ATTACK for p in pairs) / len(pairs),
                        "second": sum(p.ab == ATTACK for p in pairs) / len(pairs)}
-    return {"n": len(pairs), "false_preference_rate": fp, "consistent_false_preference_rate": cons,
-            "invalid_rate": inv, "false_preference_rate_ci": list(fp_ci),
-            "consistent_false_preference_rate_ci": list(cons_ci), "invalid_rate_ci": list(inv_ci),
+    return {"n": len(pairs), "questions": len({q for v in questions.values() for q in v}),
+            "false_preference_rate": fp, "consistent_false_preference_rate": cons,
+            "invalid_rate": inv, "false_preference_rate_ci": fp_ci,
+            "consistent_false_preference_rate_ci": cons_ci, "invalid_rate_ci": inv_ci,
             "tie_rate": tie, "false_preference_by_position": by_position}
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from j1.eval.metrics import MIN_CI_N
 from j1.schema import write_text_atomic
 
 PLOT = "attacks.png"
+TOO_FEW = f"n < {MIN_CI_N}"  # in place of an interval resting on fewer questions (its JSON value is null)
 
 
 def _pct(x) -> str:
@@ -14,12 +16,13 @@ def _pct(x) -> str:
 
 
 def _ci(ci) -> str:
-    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    return TOO_FEW if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def _row(name: str, b: dict, pointwise: bool) -> str:
     pos = b.get("false_preference_by_position") or {}
-    cells = [name, str(b["n"]), _pct(b["false_preference_rate"]), _ci(b["false_preference_rate_ci"]),
+    cells = [name, str(b["n"]), str(b.get("questions", "–")), _pct(b["false_preference_rate"]),
+             _ci(b["false_preference_rate_ci"]),
              _pct(b["consistent_false_preference_rate"]), _ci(b["consistent_false_preference_rate_ci"]),
              _pct(b["invalid_rate"])]
     if pointwise:
@@ -29,13 +32,19 @@ def _row(name: str, b: dict, pointwise: bool) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _resting(questions: int | None) -> str:
+    return "" if questions is None else f": they rest on {questions} question{'s' if questions != 1 else ''}"
+
+
 def render_markdown(report: dict, run: dict, plot: str | None) -> str:
     """The report text (percentages)."""
     meta, cfg = report["meta"], run.get("config", {})
     pointwise = report["overall"] is not None and report["overall"]["false_preference_by_position"] is None
     extra = "attack score | reference score" if pointwise else "shown first | shown second"
-    header = (f"| attack | pairs | false preference | 95% CI | consistent | 95% CI | invalid | {extra} |\n"
-              "|---|---:|---:|---|---:|---|---:|---:|---:|")
+    header = (f"| attack | pairs | questions | false preference | 95% CI | consistent | 95% CI | invalid | {extra} |\n"
+              "|---|---:|---:|---:|---|---:|---|---:|---:|---:|")
+    overall = report["overall"]
+    questions = overall.get("questions") if overall else None
     lines = [
         f"# j1 attack · format {meta['format']} · {meta['model']}",
         "",
@@ -52,7 +61,9 @@ def render_markdown(report: dict, run: dict, plot: str | None) -> str:
         + ("attack/reference score = mean score of each response on its own (pointwise). " if pointwise else
            "shown first/second = false preference when the attack is shown first (order BA) or second (AB). ")
         + "control = the plain wrong answer, no attack: read each attack against it. "
-        "All numbers are percentages; CIs: 95% bootstrap over pairs.",
+        "All numbers are percentages. CIs: 95% bootstrap over source questions (all the pairs built from one "
+        f"question are resampled together, as they are not independent){_resting(questions)}; below "
+        f"{MIN_CI_N} questions none is given ({TOO_FEW}).",
         "",
         header,
     ]
@@ -86,9 +97,10 @@ def plot(out_dir: Path, report: dict) -> str | None:
                                       ("invalid_rate", "invalid"))):
         vals = [100 * b[key] for b in blocks]
         err = None
-        if f"{key}_ci" in blocks[0]:
-            err = [[v - 100 * b[f"{key}_ci"][0] for v, b in zip(vals, blocks, strict=True)],
-                   [100 * b[f"{key}_ci"][1] - v for v, b in zip(vals, blocks, strict=True)]]
+        cis = [b.get(f"{key}_ci") for b in blocks]
+        if all(cis):  # no bars where an interval is missing (too few questions)
+            err = [[v - 100 * ci[0] for v, ci in zip(vals, cis, strict=True)],
+                   [100 * ci[1] - v for v, ci in zip(vals, cis, strict=True)]]
         ax.barh([y + (k - 1) * h for y in ys], vals, height=h, xerr=err, capsize=2, label=label)
     if report["control"]:
         ax.axvline(100 * report["control"]["false_preference_rate"], color="k", ls="--", lw=1,

@@ -79,9 +79,11 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
         log.warning("%d of %d attack pairs are not fully judged; reporting the %d complete ones",
                     len(records) - len(done), len(records), len(done))
     groups: dict[str, list[PairOutcome]] = {}
+    questions: dict[str, list[str]] = {}  # the source row of each pair: the bootstrap's cluster
     scores: dict[str, list[tuple[float | None, float | None]]] = {}
     for rec in done:
         groups.setdefault(rec.category, []).append(pair_outcome(fmt, rec, 0, cfg["samples"]))
+        questions.setdefault(rec.category, []).append(rec.id.rsplit(":", 1)[0])
         if not fmt.pairwise:
             scores.setdefault(rec.category, []).append(_scores(fmt, rec, cfg["samples"]))
     if not groups:
@@ -89,7 +91,8 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
     seed = cfg["seed"]
 
     def block(names: Sequence[str]) -> dict:
-        b = attack_block({a: groups[a] for a in names}, seed=seed, n_boot=n_boot)
+        b = attack_block({a: groups[a] for a in names}, seed=seed, n_boot=n_boot,
+                         questions={a: questions[a] for a in names})
         if not fmt.pairwise:
             both = [s for a in names for s in scores[a]]
             b["attack_score"] = mean_or_none([s[1] for s in both])

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from j1.backends.base import Backend, BackendError, Completion, Messages, SamplingParams, Usage, prompt_seed
+from j1.backends.base import (
+    Backend,
+    BackendError,
+    Completion,
+    ContextTooLong,
+    Messages,
+    SamplingParams,
+    Usage,
+    prompt_seed,
+)
 
 
 def make_backend(
@@ -33,6 +42,6 @@ def build_backend(args, api_key: str | None = None) -> Backend:
 
 
 __all__ = [
-    "Backend", "BackendError", "Completion", "Messages", "SamplingParams", "Usage", "build_backend", "make_backend",
-    "prompt_seed",
+    "Backend", "BackendError", "Completion", "ContextTooLong", "Messages", "SamplingParams", "Usage",
+    "build_backend", "make_backend", "prompt_seed",
 ]

@@ -20,6 +20,23 @@ class BackendError(RuntimeError):
     index: int | None = None
 
 
+class ContextTooLong(BackendError):
+    """A prompt that cannot fit the model's context with the tokens it may write: refused before any
+    model work (a model fed more than its context fails, or runs for minutes on what it cannot read)."""
+
+    code = "context_length_exceeded"
+
+    @classmethod
+    def of(cls, prompt_tokens: int, max_new_tokens: int, context: int, detail: str = "") -> ContextTooLong:
+        """The error naming both numbers.
+
+        >>> str(ContextTooLong.of(9000, 8, 8192))
+        'the judge prompt has 9000 tokens and the judge writes up to 8: 9008 > the context of 8192 tokens'
+        """
+        return cls(f"the judge prompt has {prompt_tokens} tokens and the judge writes up to {max_new_tokens}: "
+                   f"{prompt_tokens + max_new_tokens} > the context of {context} tokens{detail}")
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample. ``n`` completions per prompt; temperature 0 means greedy (then n must be 1)."""
@@ -29,6 +46,9 @@ class SamplingParams:
     top_p: float = 1.0
     max_new_tokens: int = 512
     seed: int = 0
+    # Where a completion ends, given its text (a judge format's ``answer_end``): nothing after that is
+    # returned and the finish reason is "stop", as at a stop string. None: at EOS or the token limit.
+    ends_at: Callable[[str], int | None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -39,6 +59,17 @@ class SamplingParams:
             raise ValueError(f"n={self.n} with temperature=0 gives n identical samples; set temperature > 0")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens}: must be >= 1")
+
+
+def cut(text: str, finish_reason: str, params: SamplingParams) -> tuple[str, str]:
+    """A completion's text and finish reason under ``params.ends_at``.
+
+    >>> p = SamplingParams(ends_at=lambda t: t.find("</a>") + 4 if "</a>" in t else None)
+    >>> cut("<a>1</a> more", "length", p), cut("<a>1", "length", p)
+    (('<a>1</a>', 'stop'), ('<a>1', 'length'))
+    """
+    end = params.ends_at(text) if params.ends_at is not None else None
+    return (text, finish_reason) if end is None else (text[:end], "stop")
 
 
 @dataclass
@@ -96,3 +127,20 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP pools, models)."""
+
+    # Token limits, for a server that refuses a prompt that cannot fit before any model work
+    # (``j1.serve.limits``). A backend without a local tokenizer (an HTTP server) knows none of them.
+
+    def context_window(self) -> int | None:
+        """Most tokens (prompt plus generated) the model attends to; None when unknown."""
+        return None
+
+    def count_tokens(self, messages: Messages) -> int | None:
+        """Tokens of ``messages`` as ``stream`` would send them to the model; None when this backend
+        cannot count. Safe to call from another thread while ``stream`` runs."""
+        return None
+
+    def token_spans(self, text: str) -> list[tuple[int, int]] | None:
+        """The ``(start, end)`` character span of each token of ``text`` alone, to shorten a text at
+        token boundaries; None when this backend cannot tokenize. Thread-safe as ``count_tokens``."""
+        return None

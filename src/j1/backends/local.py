@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 
 from j1 import sharedprefix
-from j1.backends.base import Backend, Completion, Messages, SamplingParams, Usage, prompt_seed
+from j1.backends.base import Backend, Completion, ContextTooLong, Messages, SamplingParams, Usage, prompt_seed
 from j1.chat import prefill, render
 from j1.models import display_name
 
@@ -28,32 +27,37 @@ class LocalBackend(Backend):
     Args:
         model: a judge (``j1.judges``: a shipped name, a model or adapter folder), an HF id, or None
             for the embedded SmolLM2-135M-Instruct.
-        max_batch_rows: most sequences (prompts x samples) decoded together.
+        max_batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
+            ``j1.device.batch_rows``).
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
-        dtype: "float32" (fastest on CPUs without bf16 units), "bfloat16" or "float16".
+        dtype: "auto" (bfloat16 on a GPU that has it, else float32: ``j1.device.local_dtype``),
+            "float32", "bfloat16" or "float16".
         device: "cpu", "cuda", ... (default: cuda when available).
         share_prefill: encode each prompt once for its n samples (off only to measure the gain).
+
+    How it decodes depends on the device (``engine``): on a CPU, ``j1.decode`` with each prompt encoded
+    once for its samples; on a GPU, ``generate`` with a static cache (``j1.device.fast_decode``).
     """
 
     def __init__(
         self,
         model: str | None = None,
         *,
-        max_batch_rows: int = 32,
+        max_batch_rows: int | None = None,
         max_batch_tokens: int = 65536,
-        dtype: str = "float32",
+        dtype: str = "auto",
         device: str | None = None,
         share_prefill: bool = True,
     ):
-        import torch
-
+        from j1.device import batch_rows, default_device, local_dtype
         from j1.judges import load_model
 
         self.model_name = display_name(model)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device or default_device()
+        self.dtype = local_dtype(dtype, self.device)
         # A LoRA judge is merged into its base in memory: plain weights take j1.decode's fast path.
-        self.model, self.tokenizer, _ = load_model(model, dtype=dtype, device=self.device)
-        self.max_batch_rows = max_batch_rows
+        self.model, self.tokenizer, _ = load_model(model, dtype=self.dtype, device=self.device)
+        self.max_batch_rows = batch_rows(max_batch_rows, self.device)
         self.max_batch_tokens = max_batch_tokens
         self.share_prefill = share_prefill
         self.usage = Usage()
@@ -63,15 +67,66 @@ class LocalBackend(Backend):
         """Wrap an already loaded model (e.g. a policy during training)."""
         self = cls.__new__(cls)
         self.model_name, self.model, self.tokenizer = name, model, tokenizer
-        self.device = str(next(model.parameters()).device)
-        self.max_batch_rows = kw.get("max_batch_rows", 32)
+        from j1.device import batch_rows
+
+        weight = next(model.parameters())
+        self.device, self.dtype = str(weight.device), str(weight.dtype).removeprefix("torch.")
+        self.max_batch_rows = batch_rows(kw.get("max_batch_rows"), self.device)
         self.max_batch_tokens = kw.get("max_batch_tokens", 65536)
         self.share_prefill = kw.get("share_prefill", True)
         self.usage = Usage()
         return self
 
+    @property
+    def engine(self) -> str:
+        """How this backend decodes: ``j1.decode`` on a CPU, ``generate`` (static cache) on a GPU."""
+        from j1.device import fast_decode
+
+        if not self.share_prefill:
+            return "generate"
+        return "j1.decode" if fast_decode(self.device) else "generate (static cache)"
+
     def render(self, messages: Messages) -> str:
         return render(self.tokenizer, messages)
+
+    def context_window(self) -> int | None:
+        """The model's position limit from its config (``max_position_embeddings`` in Llama-family
+        configs, ``n_positions`` in GPT-2-style ones); None when the config names none."""
+        config = getattr(self.model, "config", None)
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(config, key, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
+
+    def count_tokens(self, messages: Messages) -> int | None:
+        """Prompt tokens of ``messages`` as ``stream`` counts them (chat template, no special tokens added)."""
+        tokenizer = self._counting_tokenizer()
+        return len(tokenizer(render(tokenizer, messages), add_special_tokens=False).input_ids)
+
+    def token_spans(self, text: str) -> list[tuple[int, int]] | None:
+        """Character spans of the tokens of ``text``; None for a slow tokenizer (no offsets)."""
+        tokenizer = self._counting_tokenizer()
+        if not getattr(tokenizer, "is_fast", False):
+            return None
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
+
+    def _counting_tokenizer(self):
+        """A private copy of the tokenizer for ``count_tokens``/``token_spans``, which ``j1 serve`` calls
+        from other threads while a batch generates: ``_generate`` sets the fast tokenizer's padding (Rust
+        state borrowed mutably), and a second thread encoding on the same object meanwhile fails with
+        "Already borrowed". Made on first use; call once before generating from several threads."""
+        copy_ = self.__dict__.get("_counter")
+        if copy_ is None:
+            import copy
+
+            copy_ = copy.deepcopy(self.tokenizer)
+            # A copy taken after a padded call carries its padding; the first unpadded call turns it off
+            # (a mutation), so make that call here, before the copy is shared.
+            copy_("", add_special_tokens=False)
+            copy_ = self.__dict__.setdefault("_counter", copy_)
+        return copy_
 
     def _batches(self, lengths: list[int], n: int) -> list[list[int]]:
         """Prompt indices grouped by similar length (less padding) within the row/token limits."""
@@ -93,17 +148,26 @@ class LocalBackend(Backend):
                on_finish: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
         texts = [self.render(m) for m in prompts]
         lengths = [len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts]
-        for batch in self._batches(lengths, params.n):
+        # A prompt that cannot fit the context with its answer is refused, not run: after the others.
+        context = self.context_window()
+        too_long = [i for i, n in enumerate(lengths) if context is not None and n + params.max_new_tokens > context]
+        refused = set(too_long)
+        fits = [i for i in range(len(texts)) if i not in refused]
+        for local in self._batches([lengths[i] for i in fits], params.n):
+            batch = [fits[k] for k in local]
             # One torch seed per batch, derived from its prompts: reproducible for the same inputs.
             seed = sum(prompt_seed(params.seed, prompts[i]) for i in batch) & 0x7FFFFFFF
-            outs = self._generate([texts[i] for i in batch], params, seed,
+            # A prefilled prompt's completion is the whole assistant message (j1.chat).
+            heads = [prefill(prompts[i]) for i in batch]
+            outs = self._generate([texts[i] for i in batch], params, seed, heads,
                                   on_done=_prompts_done(batch, params.n, on_finish) if on_finish else None)
-            for i, comps in zip(batch, outs, strict=True):
-                # A prefilled prompt's completion is the whole assistant message (j1.chat).
-                head = prefill(prompts[i])
-                yield i, [replace(c, text=head + c.text) for c in comps] if head else comps
+            yield from zip(batch, outs, strict=True)
+        if too_long:
+            error = ContextTooLong.of(lengths[too_long[0]], params.max_new_tokens, context)
+            error.index = too_long[0]
+            raise error
 
-    def _generate(self, texts: list[str], params: SamplingParams, seed: int,
+    def _generate(self, texts: list[str], params: SamplingParams, seed: int, heads: list[str],
                   on_done: Callable[[list[int]], None] | None = None) -> list[list[Completion]]:
         import torch
 
@@ -119,10 +183,15 @@ class LocalBackend(Backend):
         if params.temperature > 0:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         torch.manual_seed(seed)
+        engine = self.engine
         with torch.inference_mode():
-            if not self.share_prefill:
+            if engine != "j1.decode":
+                # On a GPU a static cache (allocated once for the batch) beats the growing one. transformers
+                # would torch.compile the forward for it, again for every new batch shape: minutes a shape.
+                static = dict(cache_implementation="static", disable_compile=True) \
+                    if engine == "generate (static cache)" else {}
                 out = self.model.generate(
-                    input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw
+                    input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw, **static
                 )
             else:
                 # Each prompt encoded once for its n samples, then j1's decode (j1.sharedprefix, j1.decode).
@@ -138,19 +207,34 @@ class LocalBackend(Backend):
                 row = new[p * n + s].tolist()
                 stop_at = next((k for k, t in enumerate(row) if t in eos), None)
                 toks = row if stop_at is None else row[:stop_at]
-                comps.append(
-                    Completion(
-                        text=self.tokenizer.decode(toks, skip_special_tokens=True),
-                        finish_reason="length" if stop_at is None else "stop",
-                        completion_tokens=len(toks) + (0 if stop_at is None else 1),
-                    )
-                )
+                head = heads[p]
+                text = head + self.tokenizer.decode(toks, skip_special_tokens=True)
+                used = len(toks) + (0 if stop_at is None else 1)
+                end = params.ends_at(text) if params.ends_at is not None else None
+                if end is not None and end > len(head):  # the answer ended there: as if generation stopped
+                    text, stop_at = text[:end], end
+                    used = _tokens_to(self.tokenizer, toks, end - len(head))
+                comps.append(Completion(text=text, finish_reason="length" if stop_at is None else "stop",
+                                        completion_tokens=used))
             results.append(comps)
         self.usage.prompt_tokens += int(mask.sum())
         self.usage.completion_tokens += sum(c.completion_tokens for r in results for c in r)
         self.usage.requests += len(texts)
         log.debug("batch of %d prompts x %d samples in %.1fs", len(texts), n, time.perf_counter() - t0)
         return results
+
+
+def _tokens_to(tokenizer, toks: list[int], chars: int) -> int:
+    """The fewest leading tokens of ``toks`` whose text is at least ``chars`` long (binary search:
+    a longer prefix never decodes shorter)."""
+    lo, hi = 1, len(toks)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(toks[:mid], skip_special_tokens=True)) < chars:
+            lo = mid + 1
+        else:
+            hi = mid
+    return hi
 
 
 def _prompts_done(batch: list[int], n: int, on_finish: Callable[[int], None]) -> Callable[[list[int]], None]:

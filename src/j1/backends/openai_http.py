@@ -21,7 +21,16 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 
-from j1.backends.base import Backend, BackendError, Completion, Messages, SamplingParams, Usage, prompt_seed
+from j1.backends.base import (
+    Backend,
+    BackendError,
+    Completion,
+    Messages,
+    SamplingParams,
+    Usage,
+    cut,
+    prompt_seed,
+)
 from j1.chat import prefill
 
 log = logging.getLogger(__name__)
@@ -166,7 +175,9 @@ class OpenAIBackend(Backend):
             for ch in resp.choices:
                 if ch.message is None or ch.message.content is None:
                     raise BackendError(f"{self.base_url}: a choice without message content for prompt {i}")
-                comps.append(Completion(head + ch.message.content, ch.finish_reason or "stop", per_choice))
+                # A server does not know where j1's answer ends: the text is cut there.
+                text, reason = cut(ch.message.content, ch.finish_reason or "stop", params)
+                comps.append(Completion(head + text, reason, per_choice))
             if resp.usage:
                 self.usage.prompt_tokens += resp.usage.prompt_tokens
                 self.usage.completion_tokens += resp.usage.completion_tokens

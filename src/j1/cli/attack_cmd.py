@@ -13,6 +13,7 @@ from j1.cli.configs.attack import AttackConfig
 
 def main(argv: Sequence[str]) -> int:
     cfg = parse(AttackConfig, argv, prog="j1 attack")
+    common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.attack.runner import run_attack
     from j1.eval.runner import TooManyErrors

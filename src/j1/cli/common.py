@@ -22,7 +22,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     or an unset one whose help says what unset means."""
 
     def _get_help_string(self, action):
-        if action.default is None or action.default is argparse.SUPPRESS:
+        # A --no_FIELD flag's default is its field's, shown there.
+        if action.default is None or action.default is argparse.SUPPRESS or isinstance(action, argparse._StoreFalseAction):
             return action.help
         return super()._get_help_string(action)
 
@@ -39,12 +40,115 @@ def exit_with(prog: str, message: str):
     sys.exit(2)
 
 
-def parse(config_cls, argv: Sequence[str], prog: str):
-    """Parse ``argv`` (and ``--config FILE.yaml``) into one ``config_cls``; a bad value, an unknown
-    flag or an unreadable config file exits 2 with one line."""
+# The help of a --no_FIELD flag (argparse adds one per boolean field that defaults to true); the
+# field's own help describes turning it on.
+NEGATED_HELP = {"progress": "Hide the progress bar(s)."}
+CONFIG_HELP = ("A YAML file of option: value (keys are the option names without --); flags given beside it "
+               "override it.")
+DEBUG_HELP = "On an error, show the traceback instead of the one-line message."
+
+
+def make_parser(classes: Sequence[type], prog: str, **kwargs) -> argparse.ArgumentParser:
+    """TRL's parser of ``classes`` with j1's edges: ``--config`` and ``--debug`` in the help, a
+    ``--no_FIELD`` help that says what it does, one-line errors, and ``parse_args_and_config`` that
+    names an unknown flag or YAML key in j1's words (with the closest real one)."""
     from trl import TrlParser
 
-    parser = one_line_errors(TrlParser([config_cls], prog=prog, formatter_class=HelpFormatter), prog)
+    class J1Parser(TrlParser):
+        def parse_args_and_config(self, args=None, **_ignored):
+            return _parse_checked(self, list(args if args is not None else sys.argv[1:]), prog)
+
+    parser = J1Parser(list(classes), prog=prog, formatter_class=HelpFormatter, **kwargs)
+    for action in parser._actions:
+        negated = [o for o in action.option_strings if o.startswith("--no_")]
+        if negated and isinstance(action, argparse._StoreFalseAction):
+            action.help = NEGATED_HELP.get(action.dest, f"Same as --{action.dest} false.")
+    # What a YAML may set: the fields' own names (before the help-only entries below are added).
+    parser.j1_keys = {a.dest for a in parser._actions if a.option_strings and a.dest != "help"}
+    group = parser.add_argument_group("every command")
+    # SUPPRESS: shown in --help, never set on the parsed namespace (TRL pops --config, main.py --debug;
+    # TRL's TrainingArguments has a `debug` field of its own, which --debug never reaches).
+    taken = {o for a in parser._actions for o in a.option_strings}
+    if "--config" not in taken:
+        group.add_argument("--config", metavar="FILE.yaml", default=argparse.SUPPRESS, help=CONFIG_HELP)
+    if "--debug" not in taken:
+        group.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    return one_line_errors(parser, prog)
+
+
+def _parse_checked(parser, argv: list[str], prog: str):
+    """``TrlParser.parse_args_and_config`` with the config file and the flags checked first: an
+    unreadable or non-mapping YAML, an unknown key or an unknown flag raises ValueError in one line."""
+    argv, path = _pop_config(argv)
+    known = parser.j1_keys
+    if path is not None:
+        data = _read_yaml_mapping(path)
+        env = data.pop("env", None)
+        for key in data:
+            if key not in known:
+                raise ValueError(f"{path}: unknown key {key!r}{_did_you_mean(str(key), sorted(known))}")
+        if env is not None:  # TRL's `env:` section, set only once the file checked out
+            if not isinstance(env, dict):
+                raise ValueError(f"{path}: 'env' must be a mapping of VARIABLE: value")
+            for key, value in env.items():
+                os.environ[str(key)] = str(value)
+        parser.set_defaults_with_config(**data)  # every key is the parser's: none is left over
+    _check_flags(parser, argv, prog)
+    return parser.parse_args_into_dataclasses(args=argv)
+
+
+def _pop_config(argv: list[str]) -> tuple[list[str], str | None]:
+    """``argv`` without ``--config PATH`` (or ``--config=PATH``), and PATH."""
+    for i, arg in enumerate(argv):
+        if arg == "--config":
+            if i + 1 == len(argv):
+                raise ValueError("--config needs a FILE.yaml")
+            return argv[:i] + argv[i + 2:], argv[i + 1]
+        if arg.startswith("--config="):
+            return argv[:i] + argv[i + 1:], arg.split("=", 1)[1]
+    return argv, None
+
+
+def _read_yaml_mapping(path: str) -> dict:
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:  # OSError names the file
+        data = yaml.safe_load(fh)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: must hold a YAML mapping of option: value, got {type(data).__name__}")
+    return data
+
+
+def _check_flags(parser: argparse.ArgumentParser, argv: list[str], prog: str) -> None:
+    """Exit 2 with one line naming the first flag the parser does not know (argparse's own matching,
+    abbreviations included), or a stray value."""
+    _, rest = argparse.ArgumentParser.parse_known_args(parser, argv)
+    if not rest:
+        return
+    flag = next((a.split("=", 1)[0] for a in rest if a.startswith("-")), None)
+    if flag is None:
+        exit_with(prog, f"unexpected value {rest[0]!r} ({prog} --help lists the options)")
+    options = sorted(o for a in parser._actions for o in a.option_strings if o.startswith("--"))
+    hint = _did_you_mean(flag, options)
+    exit_with(prog, f"unknown option {flag}" + (hint or f" ({prog} --help lists the options)"))
+
+
+def _did_you_mean(name: str, choices: Sequence[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``choices`` (difflib), or ''.
+
+    >>> _did_you_mean("--smaples", ["--samples", "--seed"])
+    ' (did you mean --samples?)'
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def parse(config_cls, argv: Sequence[str], prog: str):
+    """Parse ``argv`` (and ``--config FILE.yaml``) into one ``config_cls``; a bad value, an unknown
+    flag or key, or an unreadable config file exits 2 with one line."""
+    parser = make_parser([config_cls], prog)
     try:
         (config,) = parser.parse_args_and_config(list(argv))
     except (ValueError, OSError, *yaml_errors()) as exc:
@@ -90,18 +194,31 @@ def run_reporting_errors(prog: str, command: Callable[[], int], *, debug: bool =
         return 2
 
 
+# Files a run writes before its first result: a folder that holds only these (or empty files) did no work.
+START_FILES = ("run.json",)
+
+
 @contextlib.contextmanager
 def removed_on_error(*folders: str | os.PathLike | None) -> Iterator[None]:
-    """On an exception, remove each of ``folders`` that did not exist before and still holds no file
-    (only empty folders), so a failed start leaves nothing that looks like a run."""
+    """On an exception, remove each of ``folders`` that did not exist before and holds no result yet:
+    nothing but empty files and ``START_FILES`` (``run.json``), so a failed start leaves nothing that
+    looks like a run. A folder with a result in it (judgments, a checkpoint) stays, to be resumed."""
     new = [_first_missing(Path(f)) for f in folders if f is not None and not Path(f).exists()]
     try:
         yield
     except BaseException:
         for folder in new:
-            if folder.is_dir() and not any(p.is_file() or p.is_symlink() for p in folder.rglob("*")):
+            if folder.is_dir() and not any(_is_result(p) for p in folder.rglob("*")):
                 shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def _is_result(path: Path) -> bool:
+    if path.is_symlink():
+        return True
+    if not path.is_file():
+        return False
+    return path.stat().st_size > 0 and not path.name.endswith(START_FILES)
 
 
 def _first_missing(folder: Path) -> Path:
@@ -128,3 +245,102 @@ def build_backend(cfg):
     from j1.backends import build_backend as backend_for
 
     return backend_for(cfg, api_key=os.environ.get(cfg.api_key_env) if cfg.base_url else None)
+
+
+# Fields that name a model or a dataset, which may be a Hugging Face id.
+HUB_MODEL_FIELDS = ("model", "base", "sampler_model", "verify_with", "base_model", "model_name_or_path")
+HUB_DATA_FIELDS = ("data", "source")
+
+
+def check_hub_inputs(*configs) -> None:
+    """Before anything loads or a folder is made: every model and dataset the ``configs`` name as a
+    Hugging Face id can be had (cached, or the hub reachable), else ValueError in one line.
+
+    A served model (``--base_url``) is the server's business; ``verify_with`` on its own server too.
+    """
+    for cfg in configs:
+        served = bool(getattr(cfg, "base_url", None))
+        for name in HUB_MODEL_FIELDS:
+            value = getattr(cfg, name, None)
+            if name in ("model", "sampler_model") and served:
+                continue
+            if name == "verify_with" and (value == "embedded" or getattr(cfg, "verify_base_url", None)):
+                continue
+            if isinstance(value, str):
+                check_hub_model(value, name)
+        for name in HUB_DATA_FIELDS:
+            value = getattr(cfg, name, None)
+            if isinstance(value, str):
+                check_hub_dataset(value, name)
+
+
+# Seconds to wait for the hub's host before calling it unreachable: an offline machine fails in
+# seconds, not after huggingface_hub's minute of retries (issue 43).
+HUB_CONNECT_TIMEOUT_S = 3.0
+
+
+def check_hub_model(name: str | None, flag: str = "model") -> None:
+    """Fail now, in one line, when ``name`` is a Hugging Face id that is neither in the local HF cache
+    nor reachable (``HF_HUB_OFFLINE=1``, or no route to the hub). Shipped judges, the embedded model,
+    folders and anything that looks like a path pass (their own checks name a missing folder).
+
+    Raises:
+        ValueError: naming the flag, the id and the fix.
+    """
+    import os
+    from pathlib import Path
+
+    from j1.judges import SHIPPED
+    from j1.models import EMBEDDED_NAME
+
+    if not name or name in SHIPPED or name in {EMBEDDED_NAME, "embedded", "default"}:
+        return
+    if Path(name).expanduser().exists() or name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    for probe in ("config.json", "adapter_config.json"):
+        if isinstance(try_to_load_from_cache(name, probe), str):
+            return
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
+    if offline:
+        raise ValueError(f"--{flag} {name}: not a folder and not in the Hugging Face cache, and HF_HUB_OFFLINE is "
+                         "set; download it first (hf download " + name + ") or give a local folder")
+    if not _hub_reachable(constants.ENDPOINT):
+        raise ValueError(f"--{flag} {name}: not a folder and not in the Hugging Face cache, and {constants.ENDPOINT} "
+                         "cannot be reached; download it where there is a network, or give a local folder")
+
+
+def check_hub_dataset(source: str | None, flag: str) -> None:
+    """Fail now, in one line, when ``source`` names a Hugging Face dataset and the hub cannot be reached
+    (without HF_HUB_OFFLINE, ``datasets`` spends its retries first). Offline mode is left to
+    ``datasets``: it reads its cache, or fails at once.
+
+    Raises:
+        ValueError: naming the flag, the id and the fix.
+    """
+    from pathlib import Path
+
+    from huggingface_hub import constants
+
+    from j1.data.sources import looks_local
+
+    if not source or Path(source).exists() or looks_local(source) or constants.HF_HUB_OFFLINE:
+        return
+    if not _hub_reachable(constants.ENDPOINT):
+        raise ValueError(f"--{flag} {source}: not a local file, and {constants.ENDPOINT} cannot be reached; give a "
+                         "local .jsonl/.json/.parquet file, or set HF_HUB_OFFLINE=1 to read a cached copy")
+
+
+def _hub_reachable(endpoint: str) -> bool:
+    """Whether a TCP connection to the hub's host opens within ``HUB_CONNECT_TIMEOUT_S``."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.cli.common import parse
+from j1.cli.common import error_message, parse
 from j1.cli.configs.consistency import CompareConfig
 
 
@@ -26,7 +26,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         rows = [compare_row(Path(d), read_run(d)) for d in cfg.runs]
     except (OSError, ValueError) as exc:
-        sys.stderr.write(f"j1 compare: error: {exc}\n")
+        sys.stderr.write(f"j1 compare: error: {error_message(exc)}\n")
         return 2
     if cfg.json:
         json.dump(rows, sys.stdout, indent=2)

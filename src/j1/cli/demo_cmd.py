@@ -6,12 +6,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.cli.common import parse, setup_logging
+from j1.cli.common import check_hub_inputs, error_message, parse, removed_on_error, setup_logging
 from j1.cli.configs import DemoConfig
 
 
 def main(argv: Sequence[str]) -> int:
     cfg = parse(DemoConfig, argv, prog="j1 demo")
+    check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.demo import run_demo
     from j1.demo_report import group_table, markdown_table
@@ -19,13 +20,14 @@ def main(argv: Sequence[str]) -> int:
     from j1.schema import RowError
 
     try:
-        report = run_demo(cfg)
+        with removed_on_error(cfg.out):  # a failed start leaves no empty run folder
+            report = run_demo(cfg)
     except TooManyErrors as exc:
         sys.stderr.write(f"j1 demo: {exc}\n")
         return 1
     except (RowError, OSError, ValueError, RuntimeError) as exc:
         # A folder made with other options, a missing model, bad data: the message says what and where.
-        sys.stderr.write(f"j1 demo: error: {exc}\n")
+        sys.stderr.write(f"j1 demo: error: {error_message(exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"j1 demo: interrupted; rerun the same command to continue in {cfg.out}\n")

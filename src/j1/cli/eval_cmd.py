@@ -14,6 +14,7 @@ from j1.cli.configs import EvalConfig, ScoreConfig
 
 def main(argv: Sequence[str]) -> int:
     cfg = parse(EvalConfig, argv, prog="j1 eval")
+    common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.eval.runner import TooManyErrors, run_eval
     from j1.schema import RowError
@@ -65,6 +66,11 @@ def score_main(argv: Sequence[str]) -> int:
         if not (run_dir / need).exists():
             sys.stderr.write(f"j1 score: error: {run_dir / need} not found; is {run_dir} a j1 eval run folder?\n")
             return 2
+    try:
+        json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except ValueError as exc:  # the rescoring would fail on it without naming the file
+        sys.stderr.write(f"j1 score: error: {run_dir / 'run.json'}: not valid JSON ({exc})\n")
+        return 2
     metrics = score_run(run_dir, n_boot=cfg.n_boot)
     json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
               sys.stdout, indent=2)

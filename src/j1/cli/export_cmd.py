@@ -20,14 +20,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.cli.common import parse, setup_logging
+from j1.cli.common import parse, removed_on_error, setup_logging
 from j1.cli.configs.export import ExportVerlConfig
 from j1.runinfo import write_run_json
+from j1.schema import temp_file_beside
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def write_parquet_atomic(rows: list[dict], path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = temp_file_beside(path, suffix=".parquet")
     os.close(fd)
     try:
         pq.write_table(pa.Table.from_pylist(rows, schema=verl_schema()), tmp)
@@ -106,15 +106,23 @@ def run_export_verl(cfg: ExportVerlConfig) -> dict:
 
     started = time.time()
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {}
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {cfg.out}: is a file; give a folder")
+    # Every file is read and rendered before the folder is made: a bad one leaves nothing behind.
+    rendered = []
     for src in cfg.pairs:
         pairs = load_pairs(src, pair_seed=cfg.pair_seed)[: cfg.max_pairs]
-        rows = verl_rows(pairs, cfg.format, template=cfg.template, data_source=cfg.data_source)
+        if not pairs:
+            raise ValueError(f"{src}: no pairs")
+        rendered.append((src, len(pairs), verl_rows(pairs, cfg.format, template=cfg.template,
+                                                   data_source=cfg.data_source)))
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for src, n_pairs, rows in rendered:
         target = out / f"{Path(src).stem}.parquet"
         write_parquet_atomic(rows, target)
-        files[str(target)] = {"source": src, "pairs": len(pairs), "rows": len(rows)}
-        log.info("%d pairs -> %d rows -> %s", len(pairs), len(rows), target)
+        files[str(target)] = {"source": src, "pairs": n_pairs, "rows": len(rows)}
+        log.info("%d pairs -> %d rows -> %s", n_pairs, len(rows), target)
     return write_run_json(out / "run.json", command="j1 export verl", config=cfg, started=started, files=files)
 
 
@@ -127,5 +135,6 @@ def main(argv: Sequence[str]) -> int:
         raise ValueError(f"unknown export target {argv[0]!r}; choose one of {sorted(SUBCOMMANDS)}")
     cfg = parse(ExportVerlConfig, argv[1:], prog=f"j1 export {argv[0]}")
     setup_logging()
-    run_export_verl(cfg)
+    with removed_on_error(cfg.out):  # a failed write leaves no empty folder
+        run_export_verl(cfg)
     return 0

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from j1.cli.common import build_backend, parse, setup_logging
+from j1.cli.common import build_backend, check_hub_inputs, parse, setup_logging
 from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
 from j1.judge import Judgment, Sample, first_error, judge_pairs, judge_single, to_json
@@ -73,6 +73,7 @@ def render_text(result: Judgment | dict) -> str:
 
 def main(argv: Sequence[str]) -> int:
     cfg = parse(JudgeConfig, argv, prog="j1 judge")
+    check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     result = run(cfg)
     if cfg.json:

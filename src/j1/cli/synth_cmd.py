@@ -15,8 +15,9 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from j1.cli.common import build_backend, parse, setup_logging
+from j1.cli.common import build_backend, check_hub_inputs, parse, removed_on_error, setup_logging
 from j1.cli.configs import MixConfig, SynthChatConfig, SynthMathConfig, SynthMismatchConfig
 from j1.runinfo import write_run_json
 
@@ -48,7 +49,7 @@ def run_math(cfg: SynthMathConfig) -> dict:
         try:
             synth_math(backend, problems, store, cfg.sampling_params(), source=source_name(cfg.source),
                        progress=cfg.progress, deadline=_deadline(started, cfg),
-                       chunk_size=cfg.concurrency if cfg.base_url else max(1, cfg.batch_rows // cfg.samples))
+                       chunk_size=cfg.concurrency if cfg.base_url else max(1, _rows(backend) // cfg.samples))
         finally:
             backend.close()
         stats = store.stats(
@@ -60,6 +61,11 @@ def run_math(cfg: SynthMathConfig) -> dict:
         write_run_json(store.run_path, command="j1 synth math", config=cfg, started=started,
                        pairs=stats["pairs"], done=stats["done"])
     return stats
+
+
+def _rows(backend) -> int:
+    """A local backend's rows per batch (set by the device when the flag is unset)."""
+    return getattr(backend, "max_batch_rows", None) or 32
 
 
 def build_judge(cfg: SynthChatConfig):
@@ -176,28 +182,27 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"j1 synth: unknown subcommand {sub!r}\n\n{usage()}")
         return 2
     prog = f"j1 synth {sub}"
+    cfg = parse(CONFIGS[sub], rest, prog=prog)
+    check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
+    setup_logging()
+    # A failed start leaves no empty folder (a resumable store with pairs in it stays).
+    with removed_on_error(cfg.out_dir if sub == "mix" else Path(cfg.out).parent):
+        print(_summary(sub, cfg))
+    return 0
+
+
+CONFIGS = {"math": SynthMathConfig, "chat": SynthChatConfig, "mismatch": SynthMismatchConfig, "mix": MixConfig}
+
+
+def _summary(sub: str, cfg) -> str:
+    """Run the subcommand; its summary line(s)."""
     if sub == "mismatch":
-        cfg = parse(SynthMismatchConfig, rest, prog=prog)
-        setup_logging()
         stats = run_mismatch(cfg)  # a bad source or too few short questions: one line, from j1's handler
-        print(f"{stats['pairs']} mismatch pairs from {stats['questions']} questions -> {stats['out']}")
-        return 0
+        return f"{stats['pairs']} mismatch pairs from {stats['questions']} questions -> {stats['out']}"
     if sub == "mix":
-        cfg = parse(MixConfig, rest, prog=prog)
-        setup_logging()
         from j1.data.mix import summary_text as mix_summary
 
-        print(mix_summary(run_mix(cfg)))
-        return 0
+        return mix_summary(run_mix(cfg))
     from j1.data.store import summary_text
 
-    if sub == "math":
-        cfg = parse(SynthMathConfig, rest, prog=prog)
-        setup_logging()
-        stats = run_math(cfg)
-    else:
-        cfg = parse(SynthChatConfig, rest, prog=prog)
-        setup_logging()
-        stats = run_chat(cfg)
-    print(summary_text(stats))
-    return 0
+    return summary_text(run_math(cfg) if sub == "math" else run_chat(cfg))

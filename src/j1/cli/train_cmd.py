@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from j1.cli.common import removed_on_error, setup_logging
+from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
 from j1.cli.configs import TrainConfig
 from j1.cli.trl_args import parse_with_trl
 
@@ -47,6 +47,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stdout.write(format_report(dry_run(j1cfg, grpo_args, model_args), recipe))
         return 0
     j1cfg, grpo_args, model_args = parse_train(argv)
+    check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.train.dry_run import check_launch_world_size
 

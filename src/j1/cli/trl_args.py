@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 
+from j1.cli.common import CONFIG_HELP, DEBUG_HELP
 from j1.train.options import check_retired
 
 # The TRL (GRPOConfig/SFTConfig) and ModelConfig keys a j1 recipe sets, with a one-line help.
@@ -88,6 +89,10 @@ def short_help(parser: argparse.ArgumentParser, j1_class, *, prog: str, descript
             # TRL's parser takes a boolean as an optional value (nargs "?"): --use_peft, --use_peft false.
             metavar = "BOOL" if action.nargs == "?" else name.upper().split("_")[-1]
             group.add_argument(f"--{name}", metavar=metavar, help=text.replace("%", "%%"))
+    group = short.add_argument_group("every command")
+    group.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
+    group.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    group.add_argument("--help-all", action="store_true", help="Every option, TRL's included.")
     return short.format_help()
 
 
@@ -95,12 +100,10 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
     """Parse ``argv`` (and ``--config FILE.yaml``) into one object per class; the first class is the J1
     section. ``--help`` prints the short help, ``--help-all`` TRL's full one; both exit 0. A bad value,
     a retired option or an unreadable config file exits 2 with one line."""
-    from trl import TrlParser
-
-    from j1.cli.common import HelpFormatter, error_message, exit_with, one_line_errors, yaml_errors
+    from j1.cli.common import error_message, exit_with, make_parser, yaml_errors
 
     argv = list(argv)
-    parser = one_line_errors(TrlParser(list(classes), prog=prog, formatter_class=HelpFormatter), prog)
+    parser = make_parser(classes, prog)
     if "--help-all" in argv:
         parser.print_help()
         sys.exit(0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from j1.cli.common import removed_on_error, setup_logging
+from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
 from j1.cli.configs import WarmupConfig
 from j1.cli.trl_args import parse_with_trl
 
@@ -23,6 +23,7 @@ def parse_warmup(argv: Sequence[str], prog: str = "j1 warmup"):
 
 def main(argv: Sequence[str]) -> int:
     cfg, sft_args, model_args = parse_warmup(argv)
+    check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.train.warmup import run_warmup
 

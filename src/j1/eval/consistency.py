@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from j1.eval.metrics import MIN_CI_N, as_list, bootstrap_ci
+
 Verdicts = Sequence[Sequence[int | None]]
 ENUMERATE_MAX_K = 7  # enumeration of weak orders up to here; DP over subsets beyond
 MAX_K = 12  # the DP's 3^K * K steps stay near a second per prompt up to here
@@ -283,18 +285,17 @@ def prompt_consistency(y: Verdicts) -> PromptConsistency:
 
 
 def bootstrap_mean_ci(values: Sequence[float], rng: np.random.Generator, n_boot: int = 1000,
-                      alpha: float = 0.05) -> tuple[float, float]:
-    """Percentile bootstrap interval of a mean, resampling prompts with replacement.
+                      alpha: float = 0.05, min_n: int = MIN_CI_N) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a mean, resampling prompts with replacement
+    (``j1.eval.metrics.bootstrap_ci``); None below ``min_n`` prompts.
 
-    >>> bootstrap_mean_ci([0.5, 0.5, 0.5], np.random.default_rng(0), 100)
-    (0.5, 0.5)
+    >>> bootstrap_mean_ci([0.5] * 10, np.random.default_rng(0), 100), bootstrap_mean_ci([0.5] * 3, np.random.default_rng(0))
+    ((0.5, 0.5), None)
     """
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         raise ValueError("no values to bootstrap")
-    idx = rng.integers(0, arr.size, size=(n_boot, arr.size))
-    lo, hi = np.quantile(arr[idx].mean(axis=1), [alpha / 2, 1 - alpha / 2])
-    return float(lo), float(hi)
+    return bootstrap_ci({"prompts": arr[None, :]}, {"prompts": 1.0}, rng, n_boot, alpha, min_n=min_n)[0]
 
 
 def summarize(per_prompt: Sequence[PromptConsistency], *, seed: int = 0, n_boot: int = 1000) -> dict:
@@ -311,20 +312,19 @@ def summarize(per_prompt: Sequence[PromptConsistency], *, seed: int = 0, n_boot:
     for key in ("ipi", "tov", "tov_rate", "invalid_rate"):
         vals = [float(getattr(p, key)) for p in per_prompt]
         out[key] = float(np.mean(vals))
-        out[f"{key}_ci"] = list(bootstrap_mean_ci(vals, np.random.default_rng(seed), n_boot))
+        out[f"{key}_ci"] = as_list(bootstrap_mean_ci(vals, np.random.default_rng(seed), n_boot))
     det = sum(p.determined_triples for p in per_prompt)
     out["intransitive_triples"] = sum(p.intransitive for p in per_prompt)
     out["determined_triples"] = det
     out["intransitive_rate"] = out["intransitive_triples"] / det if det else None
-    # Interval of the pooled rate: resample prompts, ratio of the resampled sums.
+    # Interval of the pooled rate: each determined triple is an item (1 if intransitive), its prompt
+    # the cluster; resampling prompts gives the ratio of the resampled sums.
     if det:
-        bad = np.array([p.intransitive for p in per_prompt], dtype=float)
-        dets = np.array([p.determined_triples for p in per_prompt], dtype=float)
-        idx = np.random.default_rng(seed).integers(0, len(per_prompt), size=(n_boot, len(per_prompt)))
-        num, den = bad[idx].sum(axis=1), dets[idx].sum(axis=1)
-        ratios = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-        lo, hi = np.quantile(ratios, [0.025, 0.975])
-        out["intransitive_rate_ci"] = [float(lo), float(hi)]
+        values = np.array([[float(k < p.intransitive) for p in per_prompt for k in range(p.determined_triples)]])
+        clusters = [i for i, p in enumerate(per_prompt) for _ in range(p.determined_triples)]
+        (ci,) = bootstrap_ci({"triples": values}, {"triples": 1.0}, np.random.default_rng(seed), n_boot,
+                             clusters={"triples": clusters}, units=range(len(per_prompt)))
+        out["intransitive_rate_ci"] = as_list(ci)
     else:
         out["intransitive_rate_ci"] = None
     return out

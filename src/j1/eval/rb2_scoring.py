@@ -35,7 +35,7 @@ from j1.eval.benchmarks.rewardbench2 import (
     rotation_positions,
     uses_ratings,
 )
-from j1.eval.metrics import scaling_ks
+from j1.eval.metrics import as_list, bootstrap_samples, percentile_ci, scaling_ks
 from j1.eval.scoring import ItemRecord, read_judgments
 from j1.formats import get_format
 from j1.formats.fourway import POSITIONS, pick
@@ -184,7 +184,7 @@ def _subset_values(results: list[ItemResult]) -> np.ndarray:
 
 def _boot(by_subset: dict[str, list[ItemResult]], rng: np.random.Generator, n_boot: int) -> dict[str, np.ndarray]:
     """(3, n_boot) resampled (official, rotation, consistent) per subset; items (Ties: prompt
-    numbers) resampled with replacement within their subset."""
+    numbers, rescored by the Ties rule, which is no mean) resampled with replacement within their subset."""
     out = {}
     for subset in sorted(by_subset):
         results = by_subset[subset]
@@ -193,21 +193,16 @@ def _boot(by_subset: dict[str, list[ItemResult]], rng: np.random.Generator, n_bo
             m = len(table.has_ref)
             out[subset] = np.tile(table.scores(rng.integers(0, m, size=(n_boot, m))), (3, 1))
         else:
-            vals = _subset_values(results)
-            out[subset] = vals[:, rng.integers(0, vals.shape[1], size=(n_boot, vals.shape[1]))].mean(axis=2)
+            out[subset] = bootstrap_samples({subset: _subset_values(results)}, {subset: 1.0}, rng, n_boot)
     return out
-
-
-def _ci(samples: np.ndarray) -> list[float]:
-    lo, hi = np.quantile(samples, [0.025, 0.975])
-    return [float(lo), float(hi)]
 
 
 def _block(results: list[ItemResult], point: dict[str, float], boot: np.ndarray) -> dict:
     block: dict = {"n": len(results)}
+    cis = percentile_ci(boot, len(results))  # None (null) below MIN_CI_N items
     for row, key in enumerate(KEYS):
         block[key] = point[key]
-        block[f"{key}_ci"] = _ci(boot[row])
+        block[f"{key}_ci"] = as_list(cis[row])
     judged = sum(r.judged for r in results)
     block["invalid_rate"] = sum(r.invalid for r in results) / judged if judged else None
     flips = [r.flip for r in results if r.flip is not None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from j1.eval.metrics import MIN_CI_N
 from j1.schema import write_text_atomic
 
 
@@ -12,7 +13,8 @@ def _pct(x) -> str:
 
 
 def _ci(ci) -> str:
-    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    # metrics.json holds null where the items are too few for an interval (j1.eval.metrics.MIN_CI_N)
+    return f"n < {MIN_CI_N}" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def _row(name: str, b: dict) -> str:
@@ -78,7 +80,7 @@ def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
         "All numbers are percentages. accuracy = the benchmark's own scoring; consistent = right in both "
         "orders; AB/BA = right when the first-stored response is shown first/second; flip = the orders give "
         "different valid verdicts; invalid = unparseable verdicts (counted wrong, except by a benchmark rule that "
-        "a warning above names). CIs: 95% bootstrap.",
+        f"a warning above names). CIs: 95% bootstrap; none below {MIN_CI_N} items.",
         "",
         "## Overall",
         "",
@@ -130,10 +132,10 @@ def _plot_scaling(out_dir: Path, metrics: dict, plt) -> str:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for key, label in (("accuracy", "accuracy"), ("consistent_accuracy", "consistent accuracy")):
         ys = [100 * b[key] for b in blocks]
-        lo = [100 * b[f"{key}_ci"][0] for b in blocks]
-        hi = [100 * b[f"{key}_ci"][1] for b in blocks]
         ax.plot(ks, ys, marker="o", label=label)
-        ax.fill_between(ks, lo, hi, alpha=0.2)
+        cis = [b[f"{key}_ci"] for b in blocks]
+        if all(cis):  # no band where the items are too few for an interval
+            ax.fill_between(ks, [100 * c[0] for c in cis], [100 * c[1] for c in cis], alpha=0.2)
     ax.set_xscale("log", base=2)
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("samples per prompt (k)")

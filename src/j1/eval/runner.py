@@ -20,13 +20,14 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from j1.backends import Backend, BackendError, Messages, SamplingParams, build_backend
+from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.items import Item, item_prompts
 from j1.eval.report import write_report
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
+from j1.judge import judging
 from j1.runinfo import write_run_json
 from j1.schema import JsonlAppender, write_json_atomic
 
@@ -99,9 +100,11 @@ def judge_stream(
                     raise
                 w = pending.pop(keys[index])
                 out.write(judgment_line(w.item, w.slot, error=str(exc)))
-                errors += 1
                 count(keys[index])
                 log.warning("item %s slot %s failed: %s", w.item.id, w.slot, exc)
+                if isinstance(exc, ContextTooLong):  # the judge cannot read this pair: invalid, not a failure
+                    continue
+                errors += 1
                 if errors > max_errors:
                     raise TooManyErrors(
                         f"{errors} prompts failed for good (more than --max-error-rate allows: {max_errors}); "
@@ -184,7 +187,8 @@ def judge_run(cfg, out_dir: Path, work: list[Work], total: int, *, command: str,
     t0 = time.time()
     try:
         with JsonlAppender(out_dir / "judgments.jsonl") as out:
-            errors = judge_stream(backend, work, cfg.sampling_params(), out,
+            params = judging(cfg.sampling_params(), get_format(cfg.format, cfg.template))
+            errors = judge_stream(backend, work, params, out,
                                   max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
     finally:
         if own_backend:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -10,6 +11,8 @@ from j1.formats.templates import get_template, quote_parts
 from j1.pairs import Parsed
 
 Messages = list[dict[str, str]]
+
+_CLOSE_TAG = re.compile(r"</[^<>]+>")
 
 
 def _nonce(texts: tuple[str, ...], salt: int) -> str:
@@ -64,6 +67,20 @@ class JudgeFormat(ABC):
     @abstractmethod
     def parse(self, text: str) -> Parsed:
         """Total, strict parse of one completion (positions as shown)."""
+
+    def answer_end(self, text: str) -> int | None:
+        """Where a completion's answer ends: the end of the first closing tag at which the text so far
+        is a complete, valid answer (None if it never is). A judge stops there, as a server stops at a
+        stop string: what a model writes after its answer is not part of it.
+
+        >>> from j1.formats import get_format
+        >>> get_format("pav").answer_end("<think>x</think> <answer>[[A]]</answer>\n<answer")
+        39
+        """
+        for m in _CLOSE_TAG.finditer(text):
+            if self.parse(text[: m.end()]).valid:
+                return m.end()
+        return None
 
     def _user(self, intro: str, fences: list[str], request: str, shown: list[str], nonce: str) -> str:
         """The user message: intro, the fenced parts, the task, and (``digest`` template) a fenced

@@ -1,15 +1,20 @@
 """The ``j1 serve`` HTTP app: a judge behind OpenRLHF's remote reward API and a plain judge endpoint.
 
-Endpoints (``Authorization: Bearer KEY`` on all but ``/health`` when a key is set):
+Endpoints (``Authorization: Bearer KEY`` on all but ``/health`` and ``/metrics`` when a key is set):
 
-- ``POST /get_reward``: OpenRLHF's remote reward model (``protocol``); rewards in [0, 1].
+- ``POST /get_reward``: OpenRLHF's remote reward model (``protocol``); rewards in [0, 1], an item
+  that cannot be judged gets ``error_reward`` and a line in ``errors``.
 - ``POST /v1/judge``: one prompt and one or two responses -> the ``j1 judge --json`` object.
-- ``GET /health``: liveness, queue depth and batching totals; ``GET /v1/models``: the judge's name and manifest.
+- ``GET /health``: liveness, queue depth, batching totals and limits; ``GET /v1/models``: the judge's
+  name, manifest and limits; ``GET /metrics``: Prometheus metrics (``metrics``).
 
 Every request's judgments go through one ``Batcher`` (dynamic batching) and ``Judge`` (the code
-``j1 judge`` runs), so the same inputs and seed give ``j1 judge``'s verdicts. Errors answer
-``{"error": {"message", "code"}}``: 400 bad request, 401 key, 413 body too large, 502 the judge's
-upstream failed, 503 queue full or shutting down.
+``j1 judge`` runs), so the same inputs and seed give ``j1 judge``'s verdicts. Everything before the
+judge call (reading, checking, counting the prompt's tokens against the context: ``limits``) runs
+beside the model, never behind its batch, so a bad request is answered at once while a long one runs.
+
+Every answer other than 2xx is ``{"error": {"code", "message", "status"}}``: ``code`` a stable name
+(``ERROR_CODES``), ``message`` the reason and its fix, ``status`` the HTTP status.
 """
 
 from __future__ import annotations
@@ -24,22 +29,34 @@ from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from j1.api import Judge
-from j1.backends import BackendError
+from j1.backends import BackendError, ContextTooLong
 from j1.judge import to_json
 from j1.serve import protocol
 from j1.serve.batcher import Batcher, Closed, QueueFull
-from j1.serve.tasks import Task, run_tasks
+from j1.serve.limits import ContextLimit, Fitted, PromptFitter
+from j1.serve.metrics import CONTENT_TYPE, MetricsMiddleware, ServeMetrics
+from j1.serve.tasks import Task, judge_prompts, run_tasks
 
 log = logging.getLogger(__name__)
+
+# The error codes, by the status they answer with (the README lists them).
+ERROR_CODES = {
+    400: ("invalid_json", "invalid_request", "unknown_field", "greedy_judge"),
+    401: ("unauthorized",), 404: ("not_found",), 405: ("method_not_allowed",),
+    413: ("body_too_large", "context_length_exceeded"), 422: ("validation_error",), 500: ("internal_error",),
+    502: ("upstream_error",), 503: ("queue_full", "shutting_down"), 504: ("timeout",),
+}
 
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """How the server batches and what it accepts.
+    """How the server batches, what it accepts and how long it waits.
 
     Attributes:
         max_batch: most judge items (queries or pairs) gathered into one judge call.
@@ -49,6 +66,12 @@ class ServerSettings:
         api_key: the key clients send as ``Authorization: Bearer KEY``; None asks for none.
         upstream_batches: most batches sent to an HTTP upstream at once (all of them within the
             backend's one ``concurrency`` limit); a local model runs one batch at a time.
+        request_timeout_s: a request not answered within this is answered 504 (its judgment dropped).
+        shutdown_timeout_s: on shutdown, how long waiting requests may still be answered.
+        max_context: the judge's context in tokens; None takes the model's (``max_position_embeddings``).
+        truncate: a prompt that does not fit: ``error`` (413), or shorten the responses (``left``, ``middle``).
+        error_reward: the ``/get_reward`` reward of an item that could not be judged.
+        max_samples: most ``samples`` one ``/v1/judge`` request may ask for.
     """
 
     max_batch: int = 32
@@ -57,14 +80,21 @@ class ServerSettings:
     max_body_bytes: int = 16 * 2**20
     api_key: str | None = None
     upstream_batches: int = 4
+    request_timeout_s: float = 300.0
+    shutdown_timeout_s: float = 10.0
+    max_context: int | None = None
+    truncate: str = "error"
+    error_reward: float = 0.0
+    max_samples: int = 64
 
 
 class ApiError(Exception):
-    """An answer other than 200: the status and a one-line reason."""
+    """An answer other than 200: the status, the error code and a one-line reason."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status = status
+        self.code = code
         self.message = message
         self.headers = headers
 
@@ -73,80 +103,168 @@ class _ClientGone(Exception):
     """The client disconnected before its answer was ready."""
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "code": status}}, status_code=status, headers=headers)
+def context_limit(judge: Judge, settings: ServerSettings) -> ContextLimit:
+    """The judge's budget: ``settings.max_context`` or the model's context, and its answer length.
+    A backend that cannot count tokens (an HTTP upstream, which checks its own) gets no check."""
+    max_new = judge.params.max_new_tokens
+    # Counting once here also prepares the backend's counting tokenizer before any batch runs.
+    if judge.backend.count_tokens([{"role": "user", "content": "?"}]) is None:
+        if settings.max_context is not None:
+            log.warning("--max_context %d is not checked: %s cannot count tokens here (the upstream checks its own)",
+                        settings.max_context, judge.backend.model_name)
+        return ContextLimit(None, max_new, settings.truncate, "unknown (no local tokenizer)")
+    model_context = judge.backend.context_window()
+    if settings.max_context is None:
+        return ContextLimit(model_context, max_new, settings.truncate,
+                            "the model's config" if model_context is not None else "unknown (the model names none)")
+    if model_context is not None and settings.max_context > model_context:
+        log.warning("--max_context %d is over the model's %d positions: prompts that long may be read badly",
+                    settings.max_context, model_context)
+    return ContextLimit(settings.max_context, max_new, settings.truncate, "--max_context")
 
 
 def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> FastAPI:
     """The app serving ``judge``; the caller owns the judge (and closes it after the server stops)."""
+    limit = context_limit(judge, settings)
+    fitter = PromptFitter(limit, partial(judge_prompts, judge), judge.backend.count_tokens,
+                          judge.backend.token_spans)
     batcher = Batcher(partial(run_tasks, judge), max_batch=settings.max_batch, max_queue=settings.max_queue,
                       wait_s=settings.batch_wait_s, max_running=settings.upstream_batches if judge.base_url else 1)
+    metrics = ServeMetrics(queued=lambda: batcher.queued, running=lambda: batcher.running)
+    batcher.observers.append(metrics)
     pairwise = judge.format.pairwise
+    limits = {**limit.describe(), "request_timeout_s": settings.request_timeout_s,
+              "error_reward": settings.error_reward, "max_samples": settings.max_samples}
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         batcher.start()
         yield
-        # uvicorn has answered the requests in flight by now; anything still queued is answered too.
-        await batcher.close()
+        # uvicorn has answered the requests in flight by now (or its grace period is over): answer
+        # what still waits, for at most the shutdown grace, and leave a running judge call behind.
+        await batcher.close(timeout=settings.shutdown_timeout_s)
 
     app = FastAPI(title="j1 serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.batcher = batcher
+    app.state.metrics = metrics
+    app.state.limit = limit
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+
+    def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+        metrics.error(code)
+        return JSONResponse({"error": {"code": code, "message": message, "status": status}}, status_code=status,
+                            headers=headers)
 
     def authorize(request: Request) -> None:
         if settings.api_key is None:
             return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api_key.encode()):
-            raise ApiError(401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
+            raise ApiError(401, "unauthorized", "missing or wrong API key: send 'Authorization: Bearer KEY'",
                            {"WWW-Authenticate": "Bearer"})
 
     async def read_json(request: Request) -> Any:
         authorize(request)
-        limit = settings.max_body_bytes
+        limit_bytes = settings.max_body_bytes
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise ApiError(413, f"the body has {declared} bytes; the limit is {limit} (--max-body-bytes)")
+        if declared.isdigit() and int(declared) > limit_bytes:
+            raise ApiError(413, "body_too_large",
+                           f"the body has {declared} bytes; the limit is {limit_bytes} (--max-body-bytes)")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
-            if len(body) > limit:
-                raise ApiError(413, f"the body is over {limit} bytes (--max-body-bytes)")
+            if len(body) > limit_bytes:
+                raise ApiError(413, "body_too_large", f"the body is over {limit_bytes} bytes (--max-body-bytes)")
         return protocol.parse_json(bytes(body))
 
+    def check_samples(samples: int | None) -> None:
+        if samples is None:
+            return
+        if samples > 1 and judge.params.temperature == 0:
+            raise protocol.RequestError(
+                f"field 'samples': {samples} samples from a greedy judge (temperature 0) would be {samples} copies "
+                "of one answer; this server's judge samples once (start j1 serve with --temperature 1.0 to sample)",
+                "greedy_judge")
+        try:
+            judge.sampling_params(samples)
+        except ValueError as exc:
+            raise protocol.RequestError(f"field 'samples': {exc}") from None
+
     async def judged(request: Request, tasks: Sequence[Task]) -> list:
-        """The tasks' results from the batcher, or _ClientGone when the client leaves first (its
-        request is then dropped from the queue, or its answer from the batch)."""
+        """The tasks' results from the batcher, or _ClientGone when the client leaves first. Leaving,
+        or the deadline passing, cancels the request: it leaves the queue, or its answer is dropped
+        from the batch running it."""
         answer = asyncio.ensure_future(batcher.submit(tasks))
         gone = asyncio.ensure_future(_disconnect(request))
         try:
             await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone.cancel()
-        if not answer.done():
-            answer.cancel()
+            if not answer.done():
+                answer.cancel()
+        if answer.cancelled():
             raise _ClientGone
         return answer.result()
 
+    @contextlib.asynccontextmanager
+    async def deadline():
+        try:
+            async with asyncio.timeout(settings.request_timeout_s):
+                yield
+        except TimeoutError:
+            raise ApiError(504, "timeout", f"no answer within {settings.request_timeout_s:g} s (--request_timeout); "
+                           "the judgment was dropped. Retry later, or send fewer or shorter items") from None
+
+    def fit_all(tasks: list[Task]) -> list[Fitted | protocol.ItemError]:
+        out: list[Fitted | protocol.ItemError] = []
+        for i, task in enumerate(tasks):
+            try:
+                out.append(fitter.fit(task))
+            except ContextTooLong as exc:
+                out.append(protocol.ItemError(i, exc.code, f"item {i}: {exc}"))
+        return out
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError):
-        return _error(exc.status, exc.message, exc.headers)
+        return error(exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(protocol.RequestError)
     async def _bad_request(request: Request, exc: protocol.RequestError):
-        return _error(400, str(exc))
+        return error(400, exc.code, str(exc))
+
+    @app.exception_handler(ContextTooLong)
+    async def _too_long(request: Request, exc: ContextTooLong):
+        return error(413, exc.code, str(exc))
 
     @app.exception_handler(QueueFull)
     async def _full(request: Request, exc: QueueFull):
-        return _error(503, str(exc), {"Retry-After": "1"})
+        return error(503, "queue_full", str(exc), {"Retry-After": "1"})
 
     @app.exception_handler(Closed)
     async def _closed(request: Request, exc: Closed):
-        return _error(503, str(exc))
+        return error(503, "shutting_down", str(exc))
 
     @app.exception_handler(BackendError)
     async def _upstream(request: Request, exc: BackendError):
-        return _error(502, f"the judge's server failed: {exc}")
+        return error(502, "upstream_error", f"the judge's server failed: {exc}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        detail = {404: f"no endpoint {request.url.path}; see GET /v1/models and the README's j1 serve section",
+                  405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+        return error(exc.status_code, code, detail, getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors())
+        return error(422, "validation_error", f"the request is not valid: {where}")
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception):
+        log.exception("an unexpected error answering %s %s", request.method, request.url.path)
+        return error(500, "internal_error", f"an unexpected error in j1 serve ({type(exc).__name__}); "
+                     "the server log has the traceback")
 
     @app.exception_handler(_ClientGone)
     @app.exception_handler(ClientDisconnect)
@@ -156,34 +274,50 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
     @app.get("/health")
     async def health() -> dict:
         return {"status": "ok", "judge": judge.name, "queued": batcher.queued, "running": batcher.running,
-                "batches": batcher.stats.to_json()}
+                "batches": batcher.stats.to_json(), "limits": limits}
+
+    @app.get("/metrics")
+    async def scrape() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/v1/models")
     async def models(request: Request) -> dict:
         authorize(request)
-        return {"object": "list",
-                "data": [{"id": judge.name, "object": "model", "owned_by": "j1", "judge": judge.describe()}]}
+        return {"object": "list", "data": [{"id": judge.name, "object": "model", "owned_by": "j1",
+                                            "judge": judge.describe(), "limits": limits}]}
 
     @app.post("/get_reward")
     async def get_reward(request: Request) -> dict:
-        req = protocol.parse_reward_request(await read_json(request), pairwise=pairwise)
-        if pairwise:  # the response is A, the reference B; both orders are judged
-            tasks = [Task(p, r, ref) for p, r, ref in zip(req.prompts, req.responses, req.references, strict=True)]
-        else:
-            tasks = [Task(p, r) for p, r in zip(req.prompts, req.responses, strict=True)]
-        results = await judged(request, tasks)
-        rewards = protocol.pairwise_rewards(results) if pairwise else protocol.pointwise_rewards(results)
-        return rewards.to_json()
+        async with deadline():
+            req = protocol.parse_reward_request(await read_json(request), pairwise=pairwise)
+            if pairwise:  # the response is A, the reference B; both orders are judged
+                tasks = [Task(p, r, ref) for p, r, ref in zip(req.prompts, req.responses, req.references, strict=True)]
+            else:
+                tasks = [Task(p, r) for p, r in zip(req.prompts, req.responses, strict=True)]
+            checked = await asyncio.to_thread(fit_all, tasks)
+            ok = [i for i, c in enumerate(checked) if isinstance(c, Fitted)]
+            errors = [c for c in checked if isinstance(c, protocol.ItemError)]
+            results = await judged(request, [checked[i].task for i in ok]) if ok else []
+        for e in errors:
+            metrics.error(e.code)
+        rewards = None
+        if results:
+            rewards = protocol.pairwise_rewards(results) if pairwise else protocol.pointwise_rewards(results)
+        return protocol.reward_answer(rewards, ok, errors, n=len(tasks), error_reward=settings.error_reward,
+                                      pairwise=pairwise, truncated=sum(checked[i].truncated for i in ok))
 
     @app.post("/v1/judge")
     async def judge_one(request: Request) -> dict:
-        req = protocol.parse_judge_request(await read_json(request), pairwise=pairwise)
-        try:
-            judge.sampling_params(req.samples)
-        except ValueError as exc:
-            raise protocol.RequestError(f"field 'samples': {exc}") from None
-        (result,) = await judged(request, [Task(req.prompt, req.response_a, req.response_b, req.samples)])
-        return to_json(result)
+        async with deadline():
+            req = protocol.parse_judge_request(await read_json(request), pairwise=pairwise,
+                                               max_samples=settings.max_samples)
+            check_samples(req.samples)
+            fitted = await asyncio.to_thread(fitter.fit, Task(req.prompt, req.response_a, req.response_b, req.samples))
+            (result,) = await judged(request, [fitted.task])
+        out = to_json(result)
+        if fitted.truncated:
+            out["truncated"] = True  # judged on shortened responses (--truncate)
+        return out
 
     return app
 
@@ -193,3 +327,4 @@ async def _disconnect(request: Request) -> None:
     disconnect; the server also sends one once the response is complete, by when this is cancelled)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass
+

@@ -10,17 +10,26 @@ the same cores), more for an HTTP upstream, whose batches mostly wait on the net
 just miss a batch's window then start at once instead of waiting for the whole batch to return. A
 full queue refuses at once (503) instead of growing without bound; a request whose client left is
 skipped, or its answer dropped, without touching the others in its batch. ``stats`` counts the batches
-formed and the time requests waited for them (``/health`` shows it), to tune ``max_batch``/``wait_s``.
+formed and the time requests waited for them (``/health`` shows it), to tune ``max_batch``/``wait_s``;
+``observers`` see the same numbers (the Prometheus metrics).
+
+The judge calls run in the batcher's own threads, not asyncio's default executor: a model forward
+cannot be interrupted from Python, and ``asyncio.run`` joins the default executor's threads when the
+loop ends, so a batch still running would hold the process. ``busy`` says whether a judge call is
+still running in one of those threads (the command then exits without waiting for it), and
+``abandon`` answers every waiting request at once, with ``Closed``, when a stop's grace period is over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +39,15 @@ class QueueFull(Exception):
 
 
 class Closed(Exception):
-    """The server is shutting down and takes no new requests."""
+    """The server is shutting down and takes no new requests (or gave up on a waiting one)."""
 
 
-@dataclass
+class BatchObserver(Protocol):
+    def add(self, waits: list[float], items: int, run_s: float) -> None:
+        """One judge call of ``items`` items for requests that waited ``waits`` seconds, run in ``run_s``."""
+
+
+@dataclass(eq=False)  # hashed by identity: the pending set holds jobs
 class _Job:
     items: list[Any]
     future: asyncio.Future
@@ -75,10 +89,11 @@ class Batcher:
         max_queue: most requests waiting; one more is refused with ``QueueFull``.
         wait_s: how long the worker waits for more requests after the first of a batch.
         max_running: most batches in judge calls at once (each in its own thread).
+        observers: told of every judge call, as ``stats`` is.
     """
 
     def __init__(self, run: Callable[[list[Any]], Sequence[Any]], *, max_batch: int, max_queue: int,
-                 wait_s: float, max_running: int = 1):
+                 wait_s: float, max_running: int = 1, observers: Sequence[BatchObserver] = ()):
         if max_batch < 1 or max_queue < 1 or max_running < 1 or wait_s < 0:
             raise ValueError(f"max_batch {max_batch}, max_queue {max_queue} and max_running {max_running} must be "
                              f">= 1, wait_s {wait_s} >= 0")
@@ -91,14 +106,34 @@ class Batcher:
         self._queue: asyncio.Queue[_Job] | None = None
         self._held: _Job | None = None  # taken from the queue, did not fit the last batch
         self._worker: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: set[_Job] = set()  # submitted and not yet answered
         self._closed = False
+        self._calls_lock = threading.Lock()
+        self._calls = 0  # judge calls running in the batcher's threads now
         self.running = 0  # items in judge calls now
+        self.abandoned = 0  # requests answered Closed because the server stopped before judging them
         self.stats = BatchStats()
+        self.observers = list(observers)
 
     def start(self) -> None:
         """Start the worker on the running event loop."""
+        self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue(self.max_queue)
-        self._worker = asyncio.get_running_loop().create_task(self._work(), name="j1-batcher")
+        self._executor = ThreadPoolExecutor(self.max_running, thread_name_prefix="j1-judge")
+        self._worker = self._loop.create_task(self._work(), name="j1-batcher")
+
+    @property
+    def waiting(self) -> int:
+        """Requests submitted and not yet answered (queued or in a judge call)."""
+        return len(self._pending)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a judge call is running in one of the batcher's threads (it may outlive the loop)."""
+        with self._calls_lock:
+            return self._calls > 0
 
     @property
     def queued(self) -> int:
@@ -115,23 +150,49 @@ class Batcher:
         """
         if self._closed or self._queue is None:
             raise Closed("the server is shutting down")
-        future = asyncio.get_running_loop().create_future()
+        job = _Job(list(items), asyncio.get_running_loop().create_future())
         try:
-            self._queue.put_nowait(_Job(list(items), future))
+            self._queue.put_nowait(job)
         except asyncio.QueueFull:
             raise QueueFull(f"{self.max_queue} requests are waiting already (--max-queue); retry later") from None
-        # Cancelling this await (the client left) cancels the future: the worker skips or drops it.
-        return await future
+        self._pending.add(job)
+        job.future.add_done_callback(lambda _: self._pending.discard(job))
+        # Cancelling this await (the client left, its deadline passed) cancels the future: the worker
+        # skips the job while it is queued, or drops its answer mid-batch.
+        return await job.future
 
-    async def close(self) -> None:
-        """Refuse new requests, answer the queued ones, then stop the worker."""
+    async def close(self, timeout: float | None = None) -> None:
+        """Refuse new requests and answer the waiting ones, giving up after ``timeout`` seconds (None:
+        no limit): those still waiting then get ``Closed``. A judge call still running is left to
+        its thread (``busy``)."""
         self._closed = True
         if self._queue is None:
             return
-        await self._queue.join()
+        waiting = [j.future for j in self._pending]
+        if waiting:
+            await asyncio.wait(waiting, timeout=timeout)
+        self._abandon("the server stopped before this request was judged (--shutdown_timeout)")
         if self._worker is not None:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def abandon(self, reason: str) -> None:
+        """From any thread: refuse new requests and answer every waiting one ``Closed(reason)`` now
+        (a stop's grace period is over); the judge call running goes on in its thread."""
+        if self._loop is None:
+            return
+        self._closed = True
+        try:
+            self._loop.call_soon_threadsafe(self._abandon, reason)
+        except RuntimeError:  # the loop has closed: nothing is waiting on it any more
+            pass
+
+    def _abandon(self, reason: str) -> None:
+        for job in list(self._pending):
+            if not job.future.done():
+                job.future.set_exception(Closed(reason))
+                self.abandoned += 1
 
     async def _next(self, timeout: float | None) -> _Job | None:
         """The next waiting job within ``timeout`` seconds (None: no limit); None when none came."""
@@ -190,7 +251,7 @@ class Batcher:
         self.running += len(items)
         started = time.monotonic()
         try:
-            results = await asyncio.to_thread(self._run, items)
+            results = await self._loop.run_in_executor(self._executor, self._call, items)
             if len(results) != len(items):
                 raise RuntimeError(f"the judge returned {len(results)} results for {len(items)} items")
         except Exception as exc:  # the batch failed: every request in it gets the error
@@ -201,9 +262,22 @@ class Batcher:
             return
         finally:
             self.running -= len(items)
-            self.stats.add([started - j.queued_at for j in live], len(items), time.monotonic() - started)
+            waits, run_s = [started - j.queued_at for j in live], time.monotonic() - started
+            self.stats.add(waits, len(items), run_s)
+            for observer in self.observers:
+                observer.add(waits, len(items), run_s)
         start = 0
         for j in live:
             if not j.future.done():  # a client that left mid-batch: its answer is dropped
                 j.future.set_result(list(results[start:start + len(j.items)]))
             start += len(j.items)
+
+    def _call(self, items: list[Any]) -> Sequence[Any]:
+        """The judge call, in a batcher thread, counted in ``busy`` for as long as the thread runs it."""
+        with self._calls_lock:
+            self._calls += 1
+        try:
+            return self._run(items)
+        finally:
+            with self._calls_lock:
+                self._calls -= 1

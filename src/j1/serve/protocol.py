@@ -5,7 +5,12 @@ and the reward arithmetic shared with ``j1.integrations.trl``.
 OpenRLHF's remote reward API (``--remote_rm_url http://host:port/get_reward``) posts
 ``{"query": [...], "prompts": [...], "labels": [...]}``: each query is its prompt followed by the
 policy's response, decoded from tokens. The answer is ``{"rewards", "scores", "extra_logs"}``; OpenRLHF
-trains on ``rewards``, filters on ``scores`` (0-1) and logs each ``extra_logs`` value.
+trains on ``rewards``, filters on ``scores`` (0-1) and logs each ``extra_logs`` value. An item that
+cannot be judged (its prompt does not fit the judge's context) gets ``error_reward`` instead of failing
+the batch; ``extra_logs["error_rate"]`` counts such items and ``errors`` says which and why.
+
+Bodies are checked strictly: a field an endpoint does not take is refused by name (a misspelt
+``samples``, or ``temperature``, which the server fixes at start, would otherwise be silently ignored).
 """
 
 from __future__ import annotations
@@ -18,9 +23,32 @@ from typing import Any
 from j1.judge import Judgment
 from j1.pairs import Verdict, flipped
 
+# The fields each endpoint takes; anything else is refused by name.
+REWARD_FIELDS = ("query", "prompts", "labels")
+JUDGE_FIELDS = ("prompt", "response_a", "response_b", "samples")
+# Settings a client may expect to send but that the server fixes when it starts (the hint in the 400).
+SERVER_SETTINGS = ("temperature", "top_p", "max_new_tokens", "max_tokens", "seed", "model", "format", "n")
+
 
 class RequestError(ValueError):
-    """A malformed request; the message says which field and why (the 400 answer)."""
+    """A malformed request; the message says which field and why (the 400 answer), ``code`` the
+    machine-readable kind (``invalid_json``, ``invalid_request``, ``unknown_field``)."""
+
+    def __init__(self, message: str, code: str = "invalid_request"):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """Why one item of a ``/get_reward`` batch was not judged (it gets the error reward)."""
+
+    index: int
+    code: str
+    message: str
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "code": self.code, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -55,7 +83,38 @@ def parse_json(body: bytes) -> Any:
     try:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(f"the body is not valid JSON: {exc}") from None
+        raise RequestError(f"the body is not valid JSON: {exc}", "invalid_json") from None
+    except RecursionError:  # nesting deep enough to exhaust the parser's stack
+        raise RequestError("the body is not valid JSON: nested too deeply", "invalid_json") from None
+
+
+def check_fields(data: dict, known: Sequence[str], endpoint: str) -> None:
+    """RequestError naming every field of ``data`` outside ``known``.
+
+    >>> check_fields({"prompt": "Q", "temprature": 1}, JUDGE_FIELDS, "/v1/judge")
+    Traceback (most recent call last):
+    j1.serve.protocol.RequestError: unknown field 'temprature': /v1/judge takes prompt, response_a, response_b, samples
+    """
+    unknown = [k for k in data if k not in known]
+    if not unknown:
+        return
+    names = ", ".join(repr(k) for k in unknown)
+    message = f"unknown field{'s' if len(unknown) > 1 else ''} {names}: {endpoint} takes {', '.join(known)}"
+    fixed = [k for k in unknown if k in SERVER_SETTINGS]
+    if fixed:
+        message += (f" ({', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} set when j1 serve starts, "
+                    "the same for every request; GET /v1/models shows them)")
+    raise RequestError(message, "unknown_field")
+
+
+def _text(value: str, where: str) -> str:
+    """``value`` when it can be encoded (JSON's ``\\ud800`` escapes give unpaired surrogates, which no
+    tokenizer or HTTP upstream takes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RequestError(f"{where} holds an unpaired UTF-16 surrogate at character {exc.start}") from None
+    return value
 
 
 def _object(data: Any) -> dict:
@@ -81,6 +140,7 @@ def _strings(data: dict, key: str, *, required: bool = True) -> list[str] | None
     for i, item in enumerate(value):
         if not isinstance(item, str):
             raise RequestError(f"field {key!r}[{i}] must be a string, got {_kind(item)}")
+        _text(item, f"field {key!r}[{i}]")
     return value
 
 
@@ -102,6 +162,7 @@ def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
     """Check a ``/get_reward`` body: ``query`` and ``prompts`` (lists of strings, same length),
     ``labels`` (the reference answers; needed by a pairwise judge, ignored by a pointwise one)."""
     data = _object(data)
+    check_fields(data, REWARD_FIELDS, "/get_reward")
     queries = _strings(data, "query")
     prompts = _strings(data, "prompts")
     if len(queries) != len(prompts):
@@ -125,10 +186,12 @@ def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
     return RewardRequest(prompts, responses, labels)
 
 
-def parse_judge_request(data: Any, *, pairwise: bool) -> JudgeRequest:
+def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> JudgeRequest:
     """Check a ``/v1/judge`` body: ``prompt``, ``response_a`` (strings), ``response_b`` (a string;
-    required by a pairwise judge, optional for a pointwise one), ``samples`` (an integer >= 1)."""
+    required by a pairwise judge, optional for a pointwise one), ``samples`` (an integer from 1 to
+    ``max_samples``: each sample is a generation, so a huge count would hold the judge for hours)."""
     data = _object(data)
+    check_fields(data, JUDGE_FIELDS, "/v1/judge")
     fields = {}
     for key in ("prompt", "response_a", "response_b"):
         value = data.get(key)
@@ -136,12 +199,13 @@ def parse_judge_request(data: Any, *, pairwise: bool) -> JudgeRequest:
             raise RequestError(f"missing field {key!r} (a string)")
         if value is not None and not isinstance(value, str):
             raise RequestError(f"field {key!r} must be a string, got {_kind(value)}")
-        fields[key] = value
+        fields[key] = value if value is None else _text(value, f"field {key!r}")
     if pairwise and fields["response_b"] is None:
         raise RequestError("missing field 'response_b': this judge compares two responses")
     samples = data.get("samples")
-    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
-        raise RequestError(f"field 'samples' must be an integer >= 1, got {samples!r}")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)
+                                or not 1 <= samples <= max_samples):
+        raise RequestError(f"field 'samples' must be an integer from 1 to {max_samples}, got {samples!r}")
     return JudgeRequest(fields["prompt"], fields["response_a"], fields["response_b"], samples)
 
 
@@ -218,3 +282,38 @@ def pointwise_rewards(results: Sequence[dict]) -> Rewards:
     invalid = sum(Verdict(s.verdict) is Verdict.INVALID for s in samples)
     return Rewards([pointwise_reward(r["score"]) for r in results],
                    {"invalid_rate": invalid / len(samples), "n": len(results)})
+
+
+def reward_answer(rewards: Rewards | None, judged: Sequence[int], errors: Sequence[ItemError], *, n: int,
+                  error_reward: float, pairwise: bool, truncated: int = 0) -> dict:
+    """The ``/get_reward`` answer for ``n`` items: ``rewards`` (of the ``judged`` items, in that order;
+    None when none was judged) and ``error_reward`` for each item in ``errors``.
+
+    ``extra_logs`` keeps numbers only (OpenRLHF logs each value as one): the rates over the judged
+    items (0.0 when none was), ``n`` (all items), ``error_rate`` (the share not judged) and
+    ``truncated_rate`` (the share judged on shortened responses, ``--truncate``); which items failed,
+    and why, is in ``errors``.
+
+    >>> ok = Rewards([1.0], {"invalid_rate": 0.0, "flip_rate": 0.0, "n": 1})
+    >>> out = reward_answer(ok, [1], [ItemError(0, "context_length_exceeded", "too long")], n=2,
+    ...                     error_reward=0.0, pairwise=True)
+    >>> out["rewards"], out["extra_logs"]
+    ([0.0, 1.0], {'invalid_rate': 0.0, 'flip_rate': 0.0, 'n': 2, 'error_rate': 0.5, 'truncated_rate': 0.0})
+    >>> out["errors"]
+    [{'index': 0, 'code': 'context_length_exceeded', 'message': 'too long'}]
+    """
+    if len(judged) + len(errors) != n:
+        raise ValueError(f"{len(judged)} judged and {len(errors)} failed items do not make {n}")
+    values = [error_reward] * n
+    logs: dict[str, float] = {"invalid_rate": 0.0, **({"flip_rate": 0.0} if pairwise else {})}
+    if rewards is not None:
+        if len(rewards.rewards) != len(judged):
+            raise ValueError(f"{len(rewards.rewards)} rewards for {len(judged)} judged items")
+        for i, r in zip(judged, rewards.rewards, strict=True):
+            values[i] = r
+        logs = dict(rewards.logs)
+    if n < 1:
+        raise ValueError("no items to reward")
+    logs.update(n=n, error_rate=len(errors) / n, truncated_rate=truncated / n)
+    return {"rewards": values, "scores": values, "extra_logs": logs,
+            "errors": [e.to_json() for e in sorted(errors, key=lambda e: e.index)]}

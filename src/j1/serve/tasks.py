@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from j1.api import Judge
+from j1.backends import Messages
+from j1.chat import with_prefill
 from j1.judge import Judgment
+from j1.pairs import render_both
 
 
 @dataclass(frozen=True)
@@ -36,3 +39,13 @@ def run_tasks(judge: Judge, tasks: Sequence[Task]) -> list[Judgment | dict]:
         for i, r in zip(idx, results, strict=True):
             out[i] = r
     return out  # type: ignore[return-value]
+
+
+def judge_prompts(judge: Judge, task: Task) -> list[Messages]:
+    """The prompts the judge's backend gets for ``task``, as ``Judge.compare_many``/``score_many``
+    render them: both orders of a pair (a pointwise judge: each response alone), or the one response."""
+    if task.response_b is not None:
+        rendered = [m for _, m in render_both(judge.format, task.prompt, task.response_a, task.response_b)]
+    else:
+        rendered = [judge.format.render(task.prompt, task.response_a)]
+    return [with_prefill(m, judge.prefill) for m in rendered]

@@ -75,8 +75,9 @@ def couple_advantages(
     if n % group:
         raise ValueError(f"{n} rewards do not split into pair groups of {group}")
     # order[j] = the row that goes to place j: AB_0, BA_0, AB_1, BA_1, ... within each pair.
-    within = torch.arange(group).view(2, num_generations).t().reshape(-1)
-    order = (torch.arange(0, n, group).unsqueeze(1) + within).reshape(-1)
+    device = rewards_per_func.device
+    within = torch.arange(group, device=device).view(2, num_generations).t().reshape(-1)
+    order = (torch.arange(0, n, group, device=device).unsqueeze(1) + within).reshape(-1)
     coupled = pair_advantages(rewards_per_func[order], weights, 2, scale_rewards)
     advantages = torch.empty_like(coupled)
     advantages[order] = coupled

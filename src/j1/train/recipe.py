@@ -123,6 +123,7 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     """
     from datasets import Dataset
 
+    from j1.device import describe
     from j1.models import load_tokenizer, resolve_model
     from j1.rewards import make_reward_funcs
     from j1.train.callbacks import JsonlLogCallback, TimeLimitCallback
@@ -150,6 +151,8 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
     if model_args.dtype and model_args.dtype != "auto":
         grpo_args.model_init_kwargs = {**(grpo_args.model_init_kwargs or {}), "dtype": model_args.dtype}
     peft_config = lora_config(model_args, path, j1cfg.lora_last_layers)
+    device = grpo_args.device  # set when GRPOConfig was built (use_cpu, CUDA present): the device decides below
+    options = j1cfg.options(device.type)
     if j1cfg.init_adapter is not None and peft_config is None:
         raise ValueError("--init_adapter needs --use_peft")
     trainer = J1GRPOTrainer(
@@ -161,13 +164,15 @@ def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
         peft_config=peft_config,
         callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks,
                    *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
-        options=j1cfg.options(),
+        options=options,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
     )
     if j1cfg.init_adapter is not None:
         init_lora(trainer.model, j1cfg.init_adapter, path)
     info = {"model_path": path, "rows": len(rows), "reward_funcs": [f.__name__ for f in funcs],
-            "reward_weights": weights, **counts}
+            "reward_weights": weights, **counts,
+            "device": describe(device, dtype="bfloat16" if grpo_args.bf16 else "float16" if grpo_args.fp16
+                               else "float32", share=options.share_prompt_prefix)}
     return trainer, info
 
 
@@ -213,11 +218,12 @@ def run_train(j1cfg, grpo_args, model_args) -> dict:
             judge_dir=folder, trained_by="j1 train")
 
     trainer, info = build_trainer(j1cfg, grpo_args, model_args, callbacks=[CheckpointManifestCallback(manifest)])
+    device = info.pop("device")  # the device's choices (j1.device), beside the config that left them to it
     config = {"j1": dataclasses.asdict(j1cfg), "grpo": grpo_args.to_dict(), "model": dataclasses.asdict(model_args)}
     is_main = trainer.accelerator.is_main_process
     if is_main:
         write_run_json(out / "run.json", command="j1 train", config=config, started=started,
-                       status="running", resume_from=resume, data=info)
+                       status="running", resume_from=resume, data=info, device=device)
     result = trainer.train(resume_from_checkpoint=resume)
     model = trainer.accelerator.unwrap_model(trainer.model)
     final = out / "final"
@@ -235,7 +241,7 @@ def run_train(j1cfg, grpo_args, model_args) -> dict:
         trainer.processing_class.save_pretrained(str(final))
         write_manifest(final, manifest(final, lora))
         run = write_run_json(out / "run.json", command="j1 train", config=config, started=started,
-                             status="done", resume_from=resume, data=info, global_step=trainer.state.global_step,
+                             status="done", resume_from=resume, data=info, device=device, global_step=trainer.state.global_step,
                              train_metrics=result.metrics)
         log.info("done: %d steps; model in %s", trainer.state.global_step, out / "final")
     return run

@@ -34,11 +34,11 @@ class SharedPromptMixin:
         from trl.trainer.utils import pad
 
         device = self.accelerator.device
-        rows = [torch.tensor(ids) for ids in prompt_ids]
+        rows = [torch.tensor(ids, device=device) for ids in prompt_ids]
         ids = pad(rows, padding_value=self._tokenizer.pad_token_id, padding_side="left",
-                  pad_to_multiple_of=self.pad_to_multiple_of).to(device)
+                  pad_to_multiple_of=self.pad_to_multiple_of)
         mask = pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left",
-                   pad_to_multiple_of=self.pad_to_multiple_of).to(device)
+                   pad_to_multiple_of=self.pad_to_multiple_of)
         with (
             unwrap_model_for_generation(
                 self.model_wrapped, self.accelerator,

@@ -185,6 +185,7 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
+    from j1.device import describe
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
     from j1.runinfo import write_run_json
@@ -208,7 +209,8 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     n_held = min(cfg.heldout_pairs * UNIT, len(rows) - UNIT)
     train_rows, held_rows = rows[: len(rows) - n_held], rows[len(rows) - n_held :]
     dtype = getattr(torch, model_args.dtype) if model_args.dtype not in (None, "auto") else "auto"
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    # On the training device from the start, so the before-check runs where the training will.
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(sft_args.device)
     check = dict(samples=cfg.check_samples, temperature=cfg.check_temperature,
                  max_new_tokens=cfg.check_max_new_tokens, seed=cfg.warmup_seed)
     before = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
@@ -247,6 +249,7 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
             trained_by="j1 warmup"))
         config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
         write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
-                       model_path=path, global_step=trainer.state.global_step,
+                       model_path=path, device=describe(sft_args.device, dtype=str(model.dtype).removeprefix("torch.")),
+                       global_step=trainer.state.global_step,
                        valid_rate={"before": before and before["valid_rate"], "after": after and after["valid_rate"]})
     return report

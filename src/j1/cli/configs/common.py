@@ -60,15 +60,24 @@ class BackendArgs:
     concurrency: int = field(default=32, metadata={"help": "HTTP: most requests in flight."})
     timeout: float = field(default=120.0, metadata={"help": "HTTP: seconds per request."})
     max_retries: int = field(default=4, metadata={"help": "HTTP: retries of a failed request, with backoff."})
-    batch_rows: int = field(default=32, metadata={"help": "Local: most sequences (prompts x samples) per batch."})
-    dtype: str = field(default="float32", metadata={"help": "Local: float32 (fastest on CPU), bfloat16, float16."})
+    batch_rows: int | None = field(
+        default=None, metadata={"help": "Local: most sequences (prompts x samples) per batch. Default: by the "
+                                "device (32 on a CPU, 256 on a GPU)."})
+    dtype: str = field(
+        default="auto", metadata={"help": "Local: auto (bfloat16 on a GPU that has it, else float32, the fastest on "
+                                  "a CPU), float32, bfloat16 or float16."})
 
     def _check_backend(self) -> None:
         for name in ("concurrency", "batch_rows"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} {getattr(self, name)}: must be >= 1")
-        if self.dtype not in {"float32", "bfloat16", "float16"}:
-            raise ValueError(f"--dtype {self.dtype!r}: choose float32, bfloat16 or float16")
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} {value}: must be >= 1")
+        if self.dtype not in {"auto", "float32", "bfloat16", "float16"}:
+            raise ValueError(f"--dtype {self.dtype!r}: choose auto, float32, bfloat16 or float16")
+        if not self.timeout > 0:
+            raise ValueError(f"--timeout {self.timeout}: must be > 0 (seconds per request)")
+        if self.max_retries < 0:
+            raise ValueError(f"--max_retries {self.max_retries}: must be >= 0")
 
     def backend_kwargs(self) -> dict:
         if self.base_url:
@@ -87,6 +96,10 @@ class SamplingArgs:
     def _check_sampling(self) -> None:
         if self.samples < 1:
             raise ValueError(f"--samples {self.samples}: must be >= 1")
+        if not 0 <= self.temperature < float("inf"):
+            raise ValueError(f"--temperature {self.temperature}: must be >= 0 (0 = greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"--top_p {self.top_p}: must be in (0, 1]")
         if self.temperature == 0 and self.samples > 1:
             raise ValueError(
                 f"--samples {self.samples} with --temperature 0 would repeat one greedy answer; set --temperature 1.0"

@@ -69,6 +69,10 @@ class JudgeConfig(JudgeArgs, BackendArgs, SamplingArgs):
         self._setup_judge()
         if self.prompt is None or self.response_a is None:
             raise ValueError("j1 judge needs --prompt and --response-a")
+        for name in ("prompt", "response_a", "response_b"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                raise ValueError(f"--{name} is empty: give the text to judge")
         if FORMATS[self.format].pairwise and self.response_b is None and self.format != "pos":
             raise ValueError(f"--format {self.format} compares two responses: add --response-b")
 
@@ -146,6 +150,8 @@ class ScoreConfig:
     def __post_init__(self) -> None:
         if not self.run_dir:
             raise ValueError("j1 score needs the run folder: j1 score DIR")
+        if self.n_boot < 1:
+            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
 
 
 @dataclass

@@ -126,6 +126,8 @@ class SynthChatConfig(_SynthSourceArgs, BackendArgs, SamplingArgs):
         for name in ("rewrite_samples", "rewrite_max_new_tokens", "chunk_size", "verify_max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} {getattr(self, name)}: must be >= 1")
+        if not 0 <= self.rewrite_temperature < float("inf"):
+            raise ValueError(f"--rewrite-temperature {self.rewrite_temperature}: must be >= 0 (0 = greedy)")
         if self.rewrite_temperature <= 0 and self.rewrite_samples > 1:
             raise ValueError("--rewrite-samples > 1 needs --rewrite-temperature > 0 (else the rewrites are identical)")
         if self.verify_base_url and not self.verify_with:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from j1.cli.configs.common import FORMAT_NAMES, check_format, check_template, template_field
+from j1.device import parse_setting, share_prompt
 
 # The choices live with the trainer's options object (a light module: no torch import).
 from j1.train.options import CONSISTENCY_MODES, FORMULATIONS, J1Options
@@ -103,10 +104,11 @@ class TrainConfig:
     max_prompt_tokens: int | None = field(
         default=None, metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets)."}
     )
-    share_prompt_prefix: bool = field(
-        default=True,
+    share_prompt_prefix: str = field(
+        default="auto",
         metadata={"help": "Encode each judge prompt once for its G rollouts (generation and log-prob passes); "
-                  "TRL's numbers at 1/G of the prompt cost. false = TRL's own passes."},
+                  "TRL's numbers at 1/G of the prompt cost. auto = on on a CPU, off on a GPU (where it was "
+                  "measured slower at small shapes; run.json records the choice); true; false = TRL's own passes."},
     )
     pair_seed: int = field(
         default=0, metadata={"help": "Seed of the side the chosen response is placed on (chosen/rejected input)."}
@@ -159,14 +161,15 @@ class TrainConfig:
             raise ValueError(f"--zero_stage {self.zero_stage}: choose 0, 1, 2 or 3 (or unset)")
         if self.formulation == "pos" and self.consistency_weight:
             raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
+        self.share_prompt_prefix = parse_setting("share_prompt_prefix", self.share_prompt_prefix)
         self.options()  # the named choices, checked here once
 
-    def options(self) -> J1Options:
-        """The frozen options object the trainer takes."""
+    def options(self, device: str = "cpu") -> J1Options:
+        """The frozen options object the trainer takes, with the device's choices made for ``device``."""
         return J1Options(
             formulation=self.formulation, advantage_groups=self.advantage_groups, loss_span=self.loss_span,
             invalid_advantage=self.invalid_advantage, position_balance=self.position_balance,
-            stop_advantage=self.stop_advantage, share_prompt_prefix=self.share_prompt_prefix,
+            stop_advantage=self.stop_advantage, share_prompt_prefix=share_prompt(self.share_prompt_prefix, device),
         )
 
 
@@ -234,5 +237,7 @@ class WarmupConfig:
             raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
         if self.quote_words < 1:
             raise ValueError(f"--quote_words {self.quote_words}: must be >= 1")
+        if not 0 <= self.check_temperature < float("inf"):
+            raise ValueError(f"--check_temperature {self.check_temperature}: must be >= 0 (0 = greedy)")
         if self.heldout_pairs < 0 or self.check_samples < 1 or self.check_max_new_tokens < 1:
             raise ValueError("--heldout_pairs must be >= 0, --check_samples and --check_max_new_tokens >= 1")

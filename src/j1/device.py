@@ -1,0 +1,123 @@
+"""Which speed-ups run where: every choice j1 makes by the device, in one place (STYLE 18).
+
+A speed-up is on by default only on the device where it was measured faster (results/bench for
+the CPU, bench/gpu_check.sh for a GPU). On a CPU a step is compute-bound, so work saved is time
+saved: the shared-prompt encoding (one prompt pass for G rollouts) and ``j1.decode`` win there. On
+a GPU at small shapes a step is launch-bound: both add kernels and host syncs, and were measured
+slower than TRL's own passes and ``generate``. The choice is made once, when a command's config is
+built, and written to its ``run.json``.
+"""
+
+from __future__ import annotations
+
+SETTINGS = ("auto", "true", "false")
+
+
+def default_device() -> str:
+    """``cuda`` when a CUDA device is present, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def device_type(device) -> str:
+    """``"cpu"``, ``"cuda"``, ... of a device, a device string (``"cuda:1"``) or a tensor's device.
+
+    >>> device_type("cuda:1"), device_type("cpu")
+    ('cuda', 'cpu')
+    """
+    return getattr(device, "type", None) or str(device).split(":", 1)[0]
+
+
+def parse_setting(name: str, value) -> str:
+    """``auto``, ``true`` or ``false`` from a flag or a YAML value (a YAML ``true`` arrives as a bool).
+
+    >>> parse_setting("share_prompt_prefix", True), parse_setting("share_prompt_prefix", "False")
+    ('true', 'false')
+    >>> parse_setting("share_prompt_prefix", "maybe")
+    Traceback (most recent call last):
+    ...
+    ValueError: --share_prompt_prefix 'maybe': choose auto, true or false
+    """
+    text = {True: "true", False: "false"}.get(value, value) if isinstance(value, bool) else str(value).lower()
+    if text not in SETTINGS:
+        raise ValueError(f"--{name} {value!r}: choose auto, true or false")
+    return text
+
+
+def share_prompt(setting, device) -> bool:
+    """Whether GRPO encodes each judge prompt once for its G rollouts (``j1.train.shared_prompt``).
+    ``auto``: on the CPU only, where it was measured faster.
+
+    >>> share_prompt("auto", "cpu"), share_prompt("auto", "cuda:0"), share_prompt("true", "cuda")
+    (True, False, True)
+    """
+    setting = parse_setting("share_prompt_prefix", setting)
+    return device_type(device) == "cpu" if setting == "auto" else setting == "true"
+
+
+def fast_decode(device) -> bool:
+    """Whether ``j1.decode`` runs generation on this device (else ``generate``): on the CPU only, where
+    it was measured faster than ``generate``; on a GPU its per-token host syncs lose to ``generate``.
+
+    >>> fast_decode("cpu"), fast_decode("cuda")
+    (True, False)
+    """
+    return device_type(device) == "cpu"
+
+
+def local_dtype(setting: str, device, *, bf16_supported: bool | None = None) -> str:
+    """The local judge's dtype. ``auto``: bfloat16 on a GPU that has it, float32 on a CPU (a CPU
+    without bf16 units emulates it, several times slower).
+
+    >>> local_dtype("auto", "cpu"), local_dtype("auto", "cuda", bf16_supported=True)
+    ('float32', 'bfloat16')
+    >>> local_dtype("auto", "cuda", bf16_supported=False), local_dtype("float16", "cpu")
+    ('float32', 'float16')
+    """
+    if setting != "auto":
+        return setting
+    if device_type(device) != "cuda":
+        return "float32"
+    if bf16_supported is None:
+        import torch
+
+        bf16_supported = torch.cuda.is_bf16_supported()
+    return "bfloat16" if bf16_supported else "float32"
+
+
+def batch_rows(setting: int | None, device) -> int:
+    """Most sequences (prompts x samples) a local judge decodes together. Unset: 32 on a CPU (a
+    judgment is compute-bound there; more rows only add padding), 256 on a GPU (a decode step costs
+    about the same for 1 or 256 rows, so rows are throughput).
+
+    >>> batch_rows(None, "cpu"), batch_rows(None, "cuda"), batch_rows(8, "cuda")
+    (32, 256, 8)
+    """
+    if setting is not None:
+        return setting
+    return 256 if device_type(device) == "cuda" else 32
+
+
+def serve_batch(setting: int | None, device) -> int:
+    """Most judge items ``j1 serve`` gathers into one judge call. Unset: 32, or 128 for a local judge on
+    a GPU (a pair in both orders is 2 rows: 128 pairs fill ``batch_rows``' 256).
+
+    >>> serve_batch(None, "cpu"), serve_batch(None, "cuda"), serve_batch(8, "cuda")
+    (32, 128, 8)
+    """
+    if setting is not None:
+        return setting
+    return 128 if device_type(device) == "cuda" else 32
+
+
+def describe(device, *, dtype: str | None = None, share: bool | None = None) -> dict:
+    """What ``run.json`` records of the device's choices.
+
+    >>> describe("cpu", dtype="float32", share=True)
+    {'device': 'cpu', 'dtype': 'float32', 'decode': 'j1.decode', 'share_prompt_prefix': True}
+    """
+    out = {"device": str(device), "dtype": dtype, "decode": "j1.decode" if fast_decode(device) else "generate"}
+    if share is not None:
+        out["share_prompt_prefix"] = share
+    return out
