@@ -265,7 +265,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 @pytest.mark.parametrize("bf16, want", [("true", ["--bf16", "true"]), ("false", [])])
 def test_bf16_goes_to_train_before_train_args(bf16, want, tmp_path):
     from j1.cli.configs import DemoConfig
-    from j1.demo import train_argv
+    from j1.cli.demo_cmd import train_argv
 
     cfg = DemoConfig(minutes=5, out=str(tmp_path / "d"), bf16=bf16, train_args="--bf16 false --max_steps 1")
     argv = train_argv(cfg, tmp_path / "d")

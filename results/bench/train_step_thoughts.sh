@@ -3,7 +3,7 @@
 # rollouts, judge prompts of the GSM8K mismatch pairs (~300 tokens), LoRA on the last 8 blocks.
 # Times 3 steps (train_runtime / steps) of whichever j1 is first on PYTHONPATH, so the same command
 # measures two checkouts:
-#   .venv/bin/python results/train/make_dev_pairs.py ../shared/data/gsm8k_train.jsonl runs/bench/dev
+#   .venv/bin/j1 synth mismatch --source ../shared/data/gsm8k_train.jsonl --pairs 400 --seed 0 --out runs/bench/dev/train.jsonl
 #   OMP_NUM_THREADS=2 bash results/bench/train_step_thoughts.sh runs/bench/dev/train.jsonl runs/bench/step-new
 #   OMP_NUM_THREADS=2 PYTHONPATH=OLD_CHECKOUT/src bash results/bench/train_step_thoughts.sh runs/bench/dev/train.jsonl runs/bench/step-old
 set -euo pipefail

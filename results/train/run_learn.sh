@@ -2,7 +2,7 @@
 # The CPU learning runs of results/train/LOG.md: from the repo root, on a free lane,
 #   OMP_NUM_THREADS=1 flock /tmp/j1-lane2.lock bash results/train/run_learn.sh            # run 2
 # Needs the warmed-up model ($WARMUP, `j1 warmup --config results/train/configs/warmup_pav_smollm2.yaml`), the synth
-# chat pairs ($CHAT, results/synth/) and the GSM8K mismatch pairs (results/train/make_dev_pairs.py).
+# chat pairs ($CHAT, results/synth/) and the GSM8K mismatch pairs (j1 synth mismatch --source gsm8k_train.jsonl --seed 0).
 # Environment (defaults = run 2): RUN (output folder under runs/train), DATA (data folder under
 # runs/train), CHAT, CHAT_HELDOUT (held-out share of the chat prompts), N_DEV / N_DEV_HELD (mismatch
 # pairs for training / held out), TEMPLATE (judge wording), WARMUP, PAIRS (pairs per step), LAYERS,

@@ -20,13 +20,13 @@ from typing import Any
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, get_format
-from j1.judge import Judgment, judge_pairs, judge_single, judging, mean_scores, to_sample
+from j1.judge import Judgment, judge_pairs, judge_single, judging, mean_score, to_sample
 from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest
 
 # Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
 JUDGING_KEYS = Manifest.DEFAULTS
 SAMPLING_KEYS = ("top_p", "seed")
-LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device")
+LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device", "max_context")
 HTTP_KEYS = ("concurrency", "timeout", "max_retries")
 
 
@@ -106,8 +106,7 @@ class Judge:
         out = []
         for comps in self.backend.generate(prompts, judging(params, self.format)):
             samples_ = [to_sample(self.format, c, "A") for c in comps]
-            mean = mean_scores(samples_)
-            out.append({"score": None if mean is None else mean["A"], "samples": samples_})
+            out.append({"score": mean_score(samples_), "samples": samples_})
         return out
 
     def describe(self) -> dict[str, Any]:

@@ -31,6 +31,28 @@ import torch
 SUPPORTED = {"llama", "mistral", "qwen2", "qwen3", "smollm3"}
 
 
+def unique_rows(*columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct rows of the column blocks taken side by side.
+
+    Returns:
+        (first, inverse): ``first[u]`` is the index of the first row of distinct row u (in order of
+        first appearance) and ``inverse[i]`` the distinct row of row i, so that
+        ``rows[first][inverse] == rows``.
+    """
+    rows = torch.cat([c.reshape(c.shape[0], -1).long() for c in columns], dim=1).tolist()
+    seen: dict[tuple, int] = {}
+    first: list[int] = []
+    inverse: list[int] = []
+    for i, row in enumerate(rows):
+        key = tuple(row)
+        if key not in seen:
+            seen[key] = len(first)
+            first.append(i)
+        inverse.append(seen[key])
+    device = columns[0].device
+    return torch.tensor(first, dtype=torch.long, device=device), torch.tensor(inverse, dtype=torch.long, device=device)
+
+
 @dataclass(frozen=True)
 class Sampling:
     """What a decode step does with the logits: ``generate``'s options that this path implements."""
@@ -222,8 +244,6 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
 def _prefill(model, ids: torch.Tensor, mask: torch.Tensor, new_tokens: int) -> _Batch:
     """Encode every distinct prompt but its last token once; lay the rows out as groups x slots."""
     from transformers import DynamicCache
-
-    from j1.sharedprefix import unique_rows
 
     first, inverse = unique_rows(ids, mask)
     P = len(first)

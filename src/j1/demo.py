@@ -21,6 +21,7 @@ so the before/after table isolates what training changed.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import logging
@@ -28,9 +29,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from j1.judges import ASSETS, Manifest
 from j1.schema import iter_jsonl, write_json_atomic, write_text_atomic
+
+if TYPE_CHECKING:  # the spec's checks read this module's shipped pairs (heldout_available)
+    from j1.demo_spec import DemoSpec
+    from j1.eval.spec import EvalSpec
+    from j1.train.spec import TrainRun
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +76,8 @@ def stage_names(minutes: float) -> list[str]:
     return ["example-before", "data", "eval-before", *train, "eval-after", "example-after", "report"]
 
 
-# In fp32 the judge starts to read the pairs after ~200 recipe steps (bf16: 110-160), and 240 steps of
-# 27-35 s on 2 threads plus both evaluations take about 150 minutes (results/demo, "Without native bf16").
+# The budget the shipped recipe needs to learn in fp32 on a small CPU, stages included (measured in
+# results/demo/README.md, "Without native bf16").
 FP32_MINUTES = 150
 
 
@@ -78,15 +85,15 @@ def budget_warning(minutes: float, bf16: bool) -> str | None:
     """The warning for a budget that fp32 training (no native bf16, or ``--bf16 false``) is unlikely to learn in.
 
     >>> budget_warning(90, bf16=False)
-    'training runs in fp32 (no native bf16, or --bf16 false), where the judge starts to read the pairs after \
-about 200 steps (bf16: 110-160); 90 min will likely stop before that: give --minutes 150 or more (results/demo/README.md)'
+    'training runs in fp32 (no native bf16, or --bf16 false), where the recipe needs more steps to learn than in \
+bf16; 90 min will likely stop before that: give --minutes 150 or more (results/demo/README.md)'
     >>> budget_warning(90, bf16=True), budget_warning(0, bf16=False), budget_warning(150, bf16=False)
     (None, None, None)
     """
     if bf16 or minutes <= 0 or minutes >= FP32_MINUTES:
         return None
-    return (f"training runs in fp32 (no native bf16, or --bf16 false), where the judge starts to read the pairs "
-            f"after about 200 steps (bf16: 110-160); {minutes:g} min will likely stop before that: give --minutes {FP32_MINUTES} or more "
+    return (f"training runs in fp32 (no native bf16, or --bf16 false), where the recipe needs more steps to learn "
+            f"than in bf16; {minutes:g} min will likely stop before that: give --minutes {FP32_MINUTES} or more "
             "(results/demo/README.md)")
 
 
@@ -190,63 +197,49 @@ class _Models:
 
 @dataclasses.dataclass
 class DemoRun:
-    """What the stages share: the config, the run folder, how models are asked, the stage log."""
+    """What the stages share: the spec, the run folder, how models are asked, the stage log, and the
+    training run (``--minutes`` > 0: the recipe with ``--train_args``, as ``j1 train`` parses it)."""
 
-    cfg: object
+    cfg: DemoSpec
     out: Path
     stages: StageLog
     asked: dict  # the Manifest.DEFAULTS fields both models are asked with
     before_model: str
     say: Callable[[str], None]
     models: _Models = dataclasses.field(default_factory=_Models)
+    train: TrainRun | None = None
 
     @property
     def after_model(self) -> str:
         return str(self.out / "train" / "final") if self.cfg.minutes > 0 else self.cfg.judge
 
-    def eval_config(self, model: str, out_name: str):
-        from j1.cli.configs import EvalConfig
+    def eval_config(self, model: str, out_name: str) -> EvalSpec:
+        from j1.eval.spec import EvalSpec
 
-        return EvalConfig(model=model, benchmark="generic", data=str(self.out / "data" / "heldout.jsonl"),
+        return EvalSpec(model=model, benchmark="generic", data=str(self.out / "data" / "heldout.jsonl"),
                           out=str(self.out / out_name), resume=True, progress=self.cfg.progress, seed=self.cfg.seed,
                           **self.asked)
 
 
-def train_argv(cfg, out: Path, minutes: float | None = None, resume: str | None = None) -> list[str]:
-    """``j1 train`` flags: the recipe, the base model, the demo's data and folder, bf16 mixed precision
-    (``--bf16``), ``--train_args`` (later flags win), then the time limit and the checkpoint to resume from.
-
-    >>> from types import SimpleNamespace as NS
-    >>> train_argv(NS(base_model="m", progress=True, train_bf16=False, train_argv=["--max_steps", "1"]), Path("d"), 1.5)[2:]
-    ['--model_name_or_path', 'm', '--train_file', 'd/data/train.jsonl', '--output_dir', 'd/train', \
-'--max_steps', '1', '--max_minutes', '1.5']
-    """
-    argv = ["--config", str(RECIPE), "--model_name_or_path", cfg.base_model,
-            "--train_file", str(out / "data" / "train.jsonl"), "--output_dir", str(out / "train")]
-    argv += ["--bf16", "true"] if cfg.train_bf16 else []
-    argv += ([] if cfg.progress else ["--disable_tqdm", "true"]) + list(cfg.train_argv)
-    if minutes is not None:
-        argv += ["--max_minutes", f"{minutes:.4g}"]
-    return argv + (["--resume_from_checkpoint", resume] if resume else [])
-
-
-def how_asked(cfg, out: Path) -> tuple[dict, str]:
+def how_asked(cfg: DemoSpec, out: Path, train: TrainRun | None) -> tuple[dict, str]:
     """(the judging settings both models get, the model before): as ``j1 train`` will write the
-    trained judge's manifest (M > 0), else as the ready judge's manifest says; greedy either way."""
+    trained judge's manifest (M > 0, ``train`` the training run), else as the ready judge's manifest
+    says; greedy either way."""
     if cfg.minutes > 0:
-        from j1.cli.train_cmd import parse_train
         from j1.judges import trained_manifest
 
-        j1cfg, grpo, model_args = parse_train(train_argv(cfg, out), prog="j1 demo --train_args")
+        if train is None:
+            raise ValueError(f"--minutes {cfg.minutes}: training needs the training run (the recipe's specs)")
+        j1cfg, grpo, model_args = train
         m = trained_manifest(formulation=j1cfg.formulation, template=j1cfg.template, prefill=j1cfg.assistant_prefill,
                              max_new_tokens=grpo.max_completion_length, base_model=None,
                              judge_dir=out / "train" / "final", trained_by="j1 train")
         asked, before = {k: getattr(m, k) for k in Manifest.DEFAULTS}, model_args.model_name_or_path
     else:
-        from j1.cli.configs import EvalConfig
+        from j1.eval.spec import EvalSpec
 
-        # The judge's EvalConfig fills its settings from its manifest (else j1's plain defaults).
-        probe = EvalConfig(model=cfg.judge, benchmark="generic", data="-", out="-")
+        # The judge's EvalSpec fills its settings from its manifest (else j1's plain defaults).
+        probe = EvalSpec(model=cfg.judge, benchmark="generic", data="-", out="-")
         asked, before = {k: getattr(probe, k) for k in Manifest.DEFAULTS}, cfg.base_model
     return asked | {"temperature": 0.0, "samples": 1}, before
 
@@ -316,7 +309,6 @@ def stage_train(run: DemoRun) -> dict:
     # In this process, not a subprocess: errors surface with their message, the progress bars are the
     # trainer's own, and tests run in seconds. Interrupts are safe without a second process: the
     # trainer checkpoints, this stage stays "running", and a rerun resumes from the newest checkpoint.
-    from j1.cli.train_cmd import parse_train
     from j1.train.recipe import latest_checkpoint, run_train
 
     run.models.close()  # free the base model's memory for training
@@ -329,7 +321,10 @@ def stage_train(run: DemoRun) -> dict:
     resume = latest_checkpoint(train_dir)
     log.info("train: %.1f min of %.1f (%.1f spent, %.1f kept for after, %.1f trained before)%s",
              minutes, run.cfg.minutes, spent, reserve, trained, f"; resuming from {resume}" if resume else "")
-    run_train(*parse_train(train_argv(run.cfg, run.out, minutes, resume), prog="j1 demo --train_args"))
+    j1cfg, grpo, model_args = run.train
+    grpo = copy.copy(grpo)  # the parsed run stays as given; this try resumes from the newest checkpoint
+    grpo.resume_from_checkpoint = resume
+    run_train(dataclasses.replace(j1cfg, max_minutes=float(f"{minutes:.4g}")), grpo, model_args)
     return {"budget_minutes": minutes, "bf16": run.cfg.train_bf16}
 
 
@@ -374,10 +369,13 @@ def stage_report(run: DemoRun) -> None:
     write_text_atomic(run.out / "report.md", render_report(report))
 
 
-def run_demo(cfg, say: Callable[[str], None] = print) -> dict:
-    """Run (or continue) the demo of ``cfg`` (a DemoConfig); returns report.json's content.
+def run_demo(cfg: DemoSpec, train: TrainRun | None = None, say: Callable[[str], None] = print) -> dict:
+    """Run (or continue) the demo of ``cfg``; returns report.json's content.
 
-    ``say`` shows results as they come (the example verdicts); stage starts and ends are logged.
+    ``train`` is the training run of ``--minutes`` > 0 (``j1 train``'s specs of the shipped recipe with
+    ``--train_args``, its data DIR/data/train.jsonl and folder DIR/train); the train stage sets its time
+    limit and the checkpoint to resume from. ``say`` shows results as they come (the example verdicts);
+    stage starts and ends are logged.
     """
     from j1.runinfo import write_run_json
 
@@ -385,8 +383,8 @@ def run_demo(cfg, say: Callable[[str], None] = print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     stages = StageLog(out, {k: getattr(cfg, k) for k in (*RESUME_FIELDS, "progress")})
-    asked, before = how_asked(cfg, out)
-    run = DemoRun(cfg, out, stages, asked, before, say)
+    asked, before = how_asked(cfg, out, train)
+    run = DemoRun(cfg, out, stages, asked, before, say, train=train)
     write_run_json(out / "run.json", command="j1 demo", config=cfg, started=started, status="running")
     steps: dict[str, Callable[[], dict | None]] = {
         "example-before": lambda: stage_example(run, "before"), "data": lambda: stage_data(run),

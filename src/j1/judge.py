@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, Verdict
-from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, render_both
+from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, plurality, render_both
 from j1.schema import _plain
 
 
@@ -48,19 +48,13 @@ class Judgment:
 
 
 def majority(verdicts: Iterable[Verdict | str]) -> Verdict:
-    """Plurality of the valid verdicts (A, B, tie); a shared top count is a tie; none valid is invalid.
+    """An order's verdict from its samples: ``j1.pairs.plurality`` of the valid verdicts (A, B, tie);
+    a shared top count is a tie; none valid is invalid.
 
     >>> majority(["A", "A", "B", "invalid"]), majority(["A", "B"]), majority(["invalid"])
     (<Verdict.A: 'A'>, <Verdict.TIE: 'tie'>, <Verdict.INVALID: 'invalid'>)
     """
-    counts = Counter(Verdict(v) for v in verdicts)
-    counts.pop(Verdict.INVALID, None)
-    if not counts:
-        return Verdict.INVALID
-    ranked = counts.most_common()
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return Verdict.TIE
-    return ranked[0][0]
+    return Verdict(plurality(Verdict(v) for v in verdicts))
 
 
 def mean_scores(samples: Iterable[Sample]) -> dict[str, float] | None:
@@ -72,6 +66,36 @@ def mean_scores(samples: Iterable[Sample]) -> dict[str, float] | None:
             sums[k] = sums.get(k, 0.0) + v
             counts[k] += 1
     return {k: sums[k] / counts[k] for k in sorted(sums)} or None
+
+
+def mean_score(samples: Iterable[Sample]) -> float | None:
+    """A pointwise response's score: the mean over its samples that scored it (each sample scores the
+    one response, under its slot); None when none did.
+
+    >>> mean_score([Sample("A", {"A": 8.0}, None, ""), Sample("A", {"A": 5.0}, None, ""), Sample("invalid", None, None, "")])
+    6.5
+    """
+    means = mean_scores(samples)
+    if means is None:
+        return None
+    if len(means) != 1:
+        raise ValueError(f"mean_score reads pointwise samples (one score each), got scores for {sorted(means)}")
+    return next(iter(means.values()))
+
+
+def compare_means(samples_a: Iterable[Sample], samples_b: Iterable[Sample]) -> tuple[float | None, float | None, Verdict]:
+    """The one "mean score, then compare" of a pointwise judge: each response's ``mean_score``, then the
+    higher mean wins (``j1.pairs.compare_scores``: equal is a tie, a missing mean is invalid).
+
+    Returns:
+        ``(score_a, score_b, verdict)``, the verdict in original naming.
+
+    >>> s = lambda x: Sample("A", {"A": x}, None, "")
+    >>> compare_means([s(8.0), s(6.0)], [s(9.0), s(3.0)]), compare_means([s(1.0)], [])
+    ((7.0, 6.0, <Verdict.A: 'A'>), (1.0, None, <Verdict.INVALID: 'invalid'>))
+    """
+    score_a, score_b = mean_score(samples_a), mean_score(samples_b)
+    return score_a, score_b, compare_scores(score_a, score_b)
 
 
 def why_invalid(reason: str, completion: Completion | str) -> str:
@@ -118,15 +142,11 @@ def assemble(fmt: JudgeFormat, completions: dict[str, Sequence[Completion | str]
             orders.append(OrderResult(order, majority(s.verdict for s in samples).value, samples))
         all_samples = [s for o in orders for s in o.samples]
         return Judgment(fmt.name, combine_orders(orders[0].verdict, orders[1].verdict), orders, mean_scores(all_samples))
-    responses: dict[str, dict] = {}
-    for slot in SLOTS:
-        samples = [to_sample(fmt, c, slot) for c in completions[slot]]
-        mean = mean_scores(samples)
-        responses[slot] = {"score": None if mean is None else mean[slot], "samples": samples}
-    sa, sb = responses["A"]["score"], responses["B"]["score"]
-    verdict = compare_scores(sa, sb).value
+    samples = {slot: [to_sample(fmt, c, slot) for c in completions[slot]] for slot in SLOTS}
+    sa, sb, verdict = compare_means(samples["A"], samples["B"])
+    responses = {slot: {"score": score, "samples": samples[slot]} for slot, score in zip(SLOTS, (sa, sb), strict=True)}
     scores = None if sa is None and sb is None else {"A": sa, "B": sb}
-    return Judgment(fmt.name, verdict, [], scores, responses)
+    return Judgment(fmt.name, verdict.value, [], scores, responses)
 
 
 def judging(params: SamplingParams, fmt: JudgeFormat) -> SamplingParams:
@@ -163,8 +183,7 @@ def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str,
     """Pointwise judgment of one response: ``{"score": mean or None, "samples": [...]}``."""
     comps = backend.generate([with_prefill(fmt.render(prompt, response), prefill)], judging(params, fmt))[0]
     samples = [to_sample(fmt, c, "A") for c in comps]
-    mean = mean_scores(samples)
-    return {"score": None if mean is None else mean["A"], "samples": samples}
+    return {"score": mean_score(samples), "samples": samples}
 
 
 def to_json(result: Judgment | dict) -> dict:

@@ -273,3 +273,107 @@ def trained_manifest(*, formulation: str, template: str, prefill: str | None, ma
         max_new_tokens=max_new_tokens, temperature=0.0, samples=1,
         base_model=base_reference(base_model, judge_dir), name=Path(judge_dir).resolve().name, trained_by=trained_by,
     )
+
+
+ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
+# A checkpoint's training state: what resuming needs and judging does not.
+TRAINING_STATE = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", "training_args.bin", "run.json")
+
+
+def _source_run(folder: Path) -> dict | None:
+    """The run.json that describes the judge in ``folder``: its own (a shipped judge), else its run's
+    (``final/`` and ``checkpoint-N/`` sit in the ``j1 train`` output_dir beside run.json)."""
+    for path in (folder / "run.json", folder.parent / "run.json"):
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+    return None
+
+
+def _exported_base(manifest: Manifest, folder: Path, base: str | None, out: Path) -> str | None:
+    """How the exported manifest names the adapter's base: a model name or hub id as it was, a folder
+    re-pointed relative to ``out`` (the embedded model by its name, so a shipped judge does not name a path)."""
+    from j1.models import EMBEDDED_NAME, embedded_model_dir
+
+    name = base or manifest.base_model
+    if name is None:
+        return None
+    path = folder / name if base is None and (folder / name).is_dir() else Path(name)
+    if not path.is_dir():
+        return name
+    if path.resolve() == embedded_model_dir().resolve():
+        return EMBEDDED_NAME
+    return base_reference(str(path), out)
+
+
+def export_judge(model: str, out: str | os.PathLike, *, merged: bool = False, base: str | None = None,
+                 dtype: str = "float32") -> dict:
+    """Write the judge ``model`` (a shipped name, or a folder with ``judge.json``: a ``j1 train`` run's
+    ``final/`` or ``checkpoint-N/``, a ``j1 warmup`` output) to the new folder ``out``, a judge ``--model``
+    reads with the same verdicts: its weights (an adapter as it is, or with ``merged`` folded into its base
+    as a plain transformers model), its tokenizer when it has one, its manifest (named after ``out``, an
+    adapter's base re-pointed from ``out``) and its run's ``run.json`` with an ``exported`` record.
+    A checkpoint's optimizer and trainer state are left behind. Written to a temp folder, then renamed.
+
+    Args:
+        model: the judge to export.
+        out: the folder to create; it must not exist yet.
+        merged: fold an adapter into its base (a full model needs no base, loads in plain transformers).
+        base: the adapter's base, when its manifest names none (as ``--base``).
+        dtype: the weights' dtype when merging.
+
+    Returns:
+        The ``exported`` record: source, checkpoint, step, kind (adapter, full or merged).
+
+    Raises:
+        ValueError: ``out`` exists, or ``model`` is no judge (a folder without ``judge.json``).
+
+    >>> export_judge("j1-135m", ".")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out . exists; remove it or name a new folder
+    """
+    import shutil
+
+    out = Path(out)
+    if out.exists():
+        raise ValueError(f"--out {out} exists; remove it or name a new folder")
+    where = judge_weights(model, base)
+    folder = judge_folder(model)
+    if where.manifest is None or folder is None:
+        raise ValueError(f"{model}: no {MANIFEST}; export takes a judge j1 train or j1 warmup wrote "
+                         "(its final/ or a checkpoint-N/ folder) or a shipped one")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"  # mkdir, not mkdtemp: the usual folder mode
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        if merged and where.adapter is not None:
+            lm, tokenizer, _ = load_model(model, base=base, dtype=dtype, merge=True)
+            lm.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)  # the adapter's or the base's, with its chat template
+            kind, exported_base = "merged", None
+        else:
+            # Everything but the training state; an adapter folder's files are its adapter and tokenizer.
+            for path in sorted(folder.iterdir()):
+                if path.is_file() and path.name not in TRAINING_STATE and path.name != MANIFEST \
+                        and not path.name.startswith("rng_state"):
+                    shutil.copy2(path, tmp / path.name)
+            kind = "full" if where.adapter is None else "adapter"
+            exported_base = None if where.adapter is None else _exported_base(where.manifest, folder, base, out)
+            if where.adapter is not None:  # informative only: the manifest names the base
+                config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+                config["base_model_name_or_path"] = exported_base
+                (tmp / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        write_manifest(tmp, dataclasses.replace(where.manifest, name=out.name, base_model=exported_base))
+        run = _source_run(folder) or {}
+        state = folder / "trainer_state.json"
+        step = json.loads(state.read_text(encoding="utf-8"))["global_step"] if state.is_file() \
+            else run.get("global_step")
+        record = {"source": str(model), "checkpoint": folder.name, "step": step, "kind": kind}
+        (tmp / "run.json").write_text(json.dumps({**run, "exported": record}, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("%s -> %s (%s, step %s)", model, out, kind, step)
+    return record

@@ -12,7 +12,8 @@ eval, rewards and train all build and read both orders through this module.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,12 +22,18 @@ if TYPE_CHECKING:  # formats import this module; only the type is needed here
 
 
 class Verdict(enum.StrEnum):
-    """What a judgment says. Every parser maps every string to exactly one of these."""
+    """What a judgment says. Every parser maps every string to exactly one of its format's verdicts:
+    a shown position (A, B; C and D only in the four-way format, ``JudgeFormat.positions``), tie or
+    invalid. ``inconsistent`` is never parsed: it is the verdict of a pair whose two orders disagree
+    (``combine_orders``)."""
 
     A = "A"
     B = "B"
+    C = "C"
+    D = "D"
     TIE = "tie"
     INVALID = "invalid"
+    INCONSISTENT = "inconsistent"
 
 
 @dataclass(frozen=True)
@@ -34,8 +41,9 @@ class Parsed:
     """One parsed completion, in the positions *as shown* to the judge.
 
     Attributes:
-        verdict: A, B, tie or invalid. For the pointwise format a valid parse is ``A`` (the single
-            response, shown as A) and the score is in ``scores["A"]``.
+        verdict: A, B, tie or invalid (four-way: the pick, A to D, or invalid). For the pointwise
+            format a valid parse is ``A`` (the single response, shown as A) and the score is in
+            ``scores["A"]``.
         scores: ``{"A": x, "B": y}`` (pairwise score formats) or ``{"A": x}`` (pointwise), else None.
         thought: the text inside the think block, None when there is none.
         error: why the text is invalid (None when valid); for logs and error analysis.
@@ -181,16 +189,55 @@ def combine_orders(ab: Verdict | str, ba: Verdict | str) -> str:
     return ab.value if ab == ba else INCONSISTENT
 
 
-INCONSISTENT = "inconsistent"
+INCONSISTENT = Verdict.INCONSISTENT.value
 
 
-def flipped(ab: Verdict | str, ba: Verdict | str) -> bool:
-    """Whether the two orders give different *valid* verdicts (the flip rate counts these).
+def plurality(votes: Iterable[str], *, shared: str = Verdict.TIE.value) -> str:
+    """The one vote rule: the most frequent valid vote, ``invalid`` votes left out; ``invalid`` when no
+    vote is valid, and ``shared`` when the top count is shared. A pairwise judge's samples
+    (``j1.judge.majority``) or PandaLM's annotators split evenly are a tie; RewardBench 2's four-way
+    scoring has no tie, so it passes ``shared="invalid"`` (its official rule: no credit).
 
-    >>> flipped("A", "B"), flipped("A", "invalid"), flipped("tie", "A")
-    (True, False, True)
+    >>> plurality(["A", "A", "B", "invalid"]), plurality(["A", "B"]), plurality(["invalid"])
+    ('A', 'tie', 'invalid')
+    >>> plurality(["C", "D"], shared="invalid"), plurality(["C", "D", "D"], shared="invalid")
+    ('invalid', 'D')
     """
-    return Verdict.INVALID not in (Verdict(ab), Verdict(ba)) and Verdict(ab) != Verdict(ba)
+    ranked = Counter(str(v) for v in votes if v != Verdict.INVALID).most_common()
+    if not ranked:
+        return Verdict.INVALID.value
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return shared
+    return ranked[0][0]
+
+
+def flipped(*verdicts: str) -> bool | None:
+    """The one flip rule (issue 44): whether a pair's verdicts in its orders, each already mapped back
+    to the original responses, disagree. None (not counted) when any order has no valid verdict: an
+    unread order neither agrees nor disagrees; invalid answers are counted by the invalid rate. A tie
+    is a verdict, so a tie against a pick is a flip: the judge changed its mind with the order
+    (MT-Bench's "inconsistent"). Two orders (AB, BA), or a four-way item's rotations (the answer each
+    picked, ``invalid`` for none).
+
+    >>> flipped("A", "B"), flipped("A", "A"), flipped("tie", "A"), flipped("A", "invalid")
+    (True, False, True, None)
+    """
+    if len(verdicts) < 2:
+        raise ValueError(f"a flip compares two or more orders, got {len(verdicts)} verdicts")
+    if any(v == Verdict.INVALID for v in verdicts):
+        return None
+    return len(set(verdicts)) > 1
+
+
+def flip_rate(flips: Iterable[bool | None]) -> float | None:
+    """The flip rate: the share of flipped pairs among those whose every order is valid (``flipped``
+    is not None); None when there is none, never 0.
+
+    >>> flip_rate([flipped("A", "B"), flipped("B", "B"), flipped("A", "invalid")]), flip_rate([None])
+    (0.5, None)
+    """
+    counted = [f for f in flips if f is not None]
+    return sum(counted) / len(counted) if counted else None
 
 
 def check_unit(orders: Sequence[str], pairwise: bool) -> None:

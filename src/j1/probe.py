@@ -28,7 +28,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from j1.chat import render, with_prefill
 from j1.formats import Messages, get_format
@@ -37,6 +37,9 @@ from j1.pairs import ORDERS, Order, render_both, shown_label, shown_responses
 from j1.pairs import order as parse_order
 from j1.train.data import Pair
 from j1.train.warmup import THOUGHTS
+
+if TYPE_CHECKING:
+    from j1.probe_spec import ProbeSpec
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +196,7 @@ def thought_of_prefill(prefill: str | None) -> str | None:
 
 def thought_for(pair: Pair, order: str, thought: str = DEFAULT_THOUGHT, quote_words: int = 0) -> str:
     """The forced thought: ``thought``, or with ``quote_words`` > 0 the first N words of the request
-    and of each response as ``order`` shows them (what ``j1 warmup --thoughts quote`` teaches).
+    and of each response as ``order`` shows them.
 
     >>> thought_for(Pair("p", "Add 2 and 3.", "It is 5", "It is 6", "A"), "BA", quote_words=3)
     'Request: Add 2 and. A: It is 6. B: It is 5.'
@@ -365,8 +368,8 @@ def verdict_logodds(model, tokenizer, texts: Sequence[str], *, batch_size: int =
 # --- the command ------------------------------------------------------------------------------------
 
 
-def run_probe(cfg) -> dict[str, Any]:
-    """What ``j1 probe`` does with a ``ProbeConfig``: read the pairs, probe the model, summarise, and
+def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
+    """What ``j1 probe`` does with a ``ProbeSpec``: read the pairs, probe the model, summarise, and
     write ``cfg.out`` (atomically) when set.
 
     Returns:

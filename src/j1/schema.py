@@ -14,6 +14,7 @@ import enum
 import json
 import logging
 import os
+import random
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -344,6 +345,20 @@ def read_train_rows(path: str | os.PathLike) -> list[TrainRow]:
         RowError: a missing/mistyped field or an inconsistent label, naming ``path:line`` and the field.
     """
     return [TrainRow.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]
+
+
+def both_orders(pair: PairRecord, seed: int) -> list[TrainRow]:
+    """The AB and BA rows of a pair; chosen goes to response_a with probability 1/2 (seeded by id).
+
+    >>> p = PairRecord("id1", "q", "good", "bad", "chat", "s")
+    >>> [(r.order, r.label, r.label_shown) for r in both_orders(p, 0)] in (
+    ...     [("AB", "A", "A"), ("BA", "A", "B")], [("AB", "B", "B"), ("BA", "B", "A")])
+    True
+    """
+    chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
+    a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
+    return [TrainRow(pair.id, o.value, pair.prompt, a, b, label, shown_label(label, o), pair.kind, pair.source)
+            for o in ORDERS]
 
 
 @dataclass

@@ -16,27 +16,8 @@ from __future__ import annotations
 
 import torch
 
-
-def unique_rows(*columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The distinct rows of the column blocks taken side by side.
-
-    Returns:
-        (first, inverse): ``first[u]`` is the index of the first row of distinct row u (in order of
-        first appearance) and ``inverse[i]`` the distinct row of row i, so that
-        ``rows[first][inverse] == rows``.
-    """
-    rows = torch.cat([c.reshape(c.shape[0], -1).long() for c in columns], dim=1).tolist()
-    seen: dict[tuple, int] = {}
-    first: list[int] = []
-    inverse: list[int] = []
-    for i, row in enumerate(rows):
-        key = tuple(row)
-        if key not in seen:
-            seen[key] = len(first)
-            first.append(i)
-        inverse.append(seen[key])
-    device = columns[0].device
-    return torch.tensor(first, dtype=torch.long, device=device), torch.tensor(inverse, dtype=torch.long, device=device)
+from j1 import decode
+from j1.decode import unique_rows  # kept importable from here; j1.decode prefills with it too
 
 
 def drops_cache(model) -> bool:
@@ -73,7 +54,6 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, **gener
     (``j1.device.fast_decode``).
     ``on_done(rows)``: rows that ended with an end-of-sequence token, as they end (``j1.decode`` only).
     """
-    from j1 import decode
     from j1.device import fast_decode
 
     sampling = decode.sampling_for(model, generate_kwargs)

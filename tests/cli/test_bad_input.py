@@ -119,8 +119,8 @@ CASES = [
     ("warmup: empty train file", ["warmup", "--train_file", "{d}/empty.jsonl", "--output_dir", "{o}", *CPU],
      "{d}/empty.jsonl: no pairs", "{o}"),
     ("warmup: bad config value", ["warmup", "--train_file", "{d}/pairs.jsonl", "--output_dir", "{o}", *CPU,
-                                  "--thoughts", "verbose"],
-     "--thoughts 'verbose': choose one of ['generic', 'quote']", "{o}"),
+                                  "--verdicts", "best"],
+     "--verdicts 'best': choose one of ['random', 'gold']", "{o}"),
     ("train: missing train file", ["train", "--train_file", "{d}/missing.jsonl", "--output_dir", "{o}", *CPU],
      "{d}/missing.jsonl: no such file or folder", "{o}"),
     ("train: malformed line", ["train", "--train_file", "{d}/math_badjson.jsonl", "--output_dir", "{o}", *CPU],
@@ -200,19 +200,6 @@ def inputs(tmp_path_factory):
     (run / "judgments.jsonl").write_text(json.dumps(line) + "\n" + json.dumps({k: v for k, v in line.items()
                                                                                 if k != "slot"}) + "\n")
     return folder
-
-
-@pytest.fixture
-def no_model_no_hub(monkeypatch):
-    """Loading a model or asking the hub fails the test: bad input must be caught before either."""
-    import datasets
-    import transformers
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("bad input reached a model load or a hub request")
-
-    monkeypatch.setattr(datasets, "load_dataset", refuse)
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
 
 
 def _run(argv: list[str]) -> int:

@@ -106,3 +106,81 @@ def test_bad_row_names_file_and_line(tmp_path, capsys):
 def test_unknown_target(capsys):
     assert main(["export", "openrlhf"]) == 2
     assert "unknown export target 'openrlhf'" in capsys.readouterr().err
+
+
+# ``j1 export judge``: a trained judge (here a random LoRA adapter on the tiny model, as a j1 train
+# checkpoint) exported as it is and merged; ``j1 judge --model OUT`` writes the same answers as the source.
+PAIR = ["--prompt", "What is 2 + 3?", "--response-a", "2 + 3 = 5.", "--response-b", "2 + 3 = 6."]
+
+
+@pytest.fixture(scope="module")
+def trained_checkpoint(tiny_model, tmp_path_factory):
+    """A ``j1 train`` output_dir with run.json and checkpoint-3/: a LoRA adapter with random (non-zero) B
+    weights, so merging it changes the model, its manifest, and the training state export leaves behind."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from j1.judges import trained_manifest, write_manifest
+
+    run = tmp_path_factory.mktemp("train-run")
+    folder = run / "checkpoint-3"
+    torch.manual_seed(0)
+    lm = AutoModelForCausalLM.from_pretrained(tiny_model)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(lm, lora).save_pretrained(folder)
+    write_manifest(folder, trained_manifest(formulation="pav", template="compact", prefill="<answer>[[",
+                                            max_new_tokens=6, base_model=str(tiny_model), judge_dir=folder,
+                                            trained_by="j1 train"))
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 3}))
+    (folder / "optimizer.pt").write_bytes(b"state")
+    (run / "run.json").write_text(json.dumps({"command": "j1 train", "global_step": 5}))
+    return folder
+
+
+def _judge(model, capsys) -> list[tuple[str, str]]:
+    capsys.readouterr()
+    assert main(["judge", "--model", str(model), *PAIR, "--json"]) == 0
+    orders = json.loads(capsys.readouterr().out)["orders"]
+    return [(o["verdict"], o["samples"][0]["text"]) for o in orders]
+
+
+def test_export_judge_gives_the_same_verdicts(trained_checkpoint, tmp_path, capsys, one_torch_thread):
+    from transformers import AutoModelForCausalLM
+
+    from j1.judges import read_manifest
+
+    source = _judge(trained_checkpoint, capsys)
+    adapter, merged = tmp_path / "adapter", tmp_path / "shipped" / "merged"
+    assert main(["export", "judge", str(trained_checkpoint), "--out", str(adapter)]) == 0
+    assert main(["export", "judge", str(trained_checkpoint), "--out", str(merged), "--merged"]) == 0
+    assert _judge(adapter, capsys) == source
+    assert _judge(merged, capsys) == source
+    # the adapter keeps its base, named from its new folder; the merged judge is a plain model with its tokenizer
+    assert (adapter / "adapter_model.safetensors").is_file() and not (adapter / "optimizer.pt").exists()
+    base = (trained_checkpoint / read_manifest(trained_checkpoint).base_model).resolve()
+    assert (adapter / read_manifest(adapter).base_model).resolve() == base
+    assert not (merged / "adapter_config.json").exists() and (merged / "tokenizer_config.json").is_file()
+    AutoModelForCausalLM.from_pretrained(merged)
+    for out, kind in ((adapter, "adapter"), (merged, "merged")):
+        manifest = read_manifest(out)
+        assert (manifest.name, manifest.format, manifest.template, manifest.assistant_prefill) == (
+            out.name, "pav", "compact", "<answer>[[")
+        run = json.loads((out / "run.json").read_text())
+        assert run["command"] == "j1 train"  # the training run's record, plus what was exported
+        assert run["exported"] == {"source": str(trained_checkpoint), "checkpoint": "checkpoint-3", "step": 3,
+                                   "kind": kind}
+    assert read_manifest(merged).base_model is None
+
+
+def test_export_judge_bad_input_is_one_line(trained_checkpoint, tmp_path, capsys):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for args, message in [
+        ([str(trained_checkpoint), "--out", str(tmp_path)], f"--out {tmp_path} exists"),
+        ([str(plain), "--out", str(tmp_path / "x")], f"{plain}: no judge.json"),
+    ]:
+        assert main(["export", "judge", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.glob(".x.partial-*"))

@@ -111,7 +111,7 @@ def test_mismatch_pairs_records():
 
 
 def _script_selection(path: Path, n: int, max_words: int = 30, seed: int = 0) -> list[str]:
-    """The question draw of results/train/make_dev_pairs.py, the research script behind the recipe."""
+    """The question draw of the research script behind the recipe (make_dev_pairs.py, now this command)."""
     rows = [json.loads(line) for line in path.open(encoding="utf-8")]
     short = [r for r in rows if len(r["question"].split()) <= max_words and len(r["answer"].split()) <= max_words]
     random.Random(seed).shuffle(short)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from j1.eval import metrics as M
+from j1.eval import stats as S
 from j1.eval.metrics import ItemOutcome, PairOutcome
 
 
@@ -64,7 +65,7 @@ def test_block_rates_pairwise():
     # 4 items, labels all A:
     #   1: A/A  right both          -> acc 1, cons 1, no flip
     #   2: A/B  flip                -> acc .5, cons 0, flip
-    #   3: tie/invalid              -> acc 0, no flip (one invalid), 1 tie, 1 invalid
+    #   3: tie/invalid              -> acc 0, not counted for flips (one invalid), 1 tie, 1 invalid
     #   4: B/tie flip (both valid)  -> acc 0, flip, 1 tie
     items = [one("c", pw("A", "A", "A"), "1"), one("c", pw("A", "A", "B"), "2"),
              one("c", pw("A", "tie", "invalid"), "3"), one("c", pw("A", "B", "tie"), "4")]
@@ -73,7 +74,7 @@ def test_block_rates_pairwise():
     assert b["accuracy"] == pytest.approx((1 + 0.5 + 0 + 0) / 4)        # 0.375
     assert b["consistent_accuracy"] == pytest.approx(1 / 4)
     assert b["order_accuracy"] == {"AB": pytest.approx(2 / 4), "BA": pytest.approx(1 / 4)}  # AB: 1,2; BA: 1
-    assert b["flip_rate"] == pytest.approx(2 / 4)                        # items 2 and 4
+    assert b["flip_rate"] == pytest.approx(2 / 3)                        # items 2 and 4 of the 3 valid in both orders
     assert b["tie_rate"] == pytest.approx(2 / 8)                         # 8 per-order verdicts, 2 ties
     assert b["invalid_rate"] == pytest.approx(1 / 8)
     # 4 items < MIN_CI_N: no interval, null in metrics.json
@@ -125,8 +126,9 @@ def test_rmbench_matrix_pairwise_hand_made_row():
     assert b["consistent_accuracy"] == pytest.approx(3 / 9)
     # AB right: (0,0),(1,0),(1,1),(2,0),(2,1) = 5/9; BA right: (0,0),(0,1),(1,0),(2,1),(2,2) = 5/9
     assert b["order_accuracy"] == {"AB": pytest.approx(5 / 9), "BA": pytest.approx(5 / 9)}
-    # flips (both valid, different): (0,1) B/A, (1,1) A/B, (2,0) A/B -> 3/9; (2,2) has an invalid
-    assert b["flip_rate"] == pytest.approx(3 / 9)
+    # flips (both valid, different): (0,1) B/A, (1,1) A/B, (2,0) A/B -> 3 of the 8 cells valid in
+    # both orders; (2,2) has an invalid, so it is not counted
+    assert b["flip_rate"] == pytest.approx(3 / 8)
 
 
 def test_rmbench_matrix_pointwise_strict():
@@ -210,7 +212,7 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
 
 def test_bootstrap_of_constant_values_is_a_point():
     values = {"x": np.ones((2, 10))}
-    assert M.bootstrap_ci(values, {"x": 1.0}, np.random.default_rng(0), n_boot=20) == [(1.0, 1.0), (1.0, 1.0)]
+    assert S.bootstrap_ci(values, {"x": 1.0}, np.random.default_rng(0), n_boot=20) == [(1.0, 1.0), (1.0, 1.0)]
 
 
 RNG = np.random.default_rng
@@ -218,9 +220,9 @@ RNG = np.random.default_rng
 
 # (case, n items, min_n, interval given): the small-n rule counts units (items, or clusters).
 SMALL_N = [
-    ("below the rule", M.MIN_CI_N - 1, M.MIN_CI_N, False),
-    ("at the rule", M.MIN_CI_N, M.MIN_CI_N, True),
-    ("n = 3, the issue's case", 3, M.MIN_CI_N, False),
+    ("below the rule", S.MIN_CI_N - 1, S.MIN_CI_N, False),
+    ("at the rule", S.MIN_CI_N, S.MIN_CI_N, True),
+    ("n = 3, the issue's case", 3, S.MIN_CI_N, False),
     ("n = 1 with the rule off", 1, 1, True),
 ]
 
@@ -228,23 +230,23 @@ SMALL_N = [
 @pytest.mark.parametrize("n,min_n,given", [c[1:] for c in SMALL_N], ids=[c[0] for c in SMALL_N])
 def test_small_n_rule(n, min_n, given):
     values = {"x": np.array([[k % 2 for k in range(n)]], dtype=float)}
-    (ci,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(0), 50, min_n=min_n)
+    (ci,) = S.bootstrap_ci(values, {"x": 1.0}, RNG(0), 50, min_n=min_n)
     assert (ci is not None) == given
     # with clusters the rule counts clusters: n items in 2 clusters are 2 units
-    (ci,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(0), 50, clusters={"x": [k % 2 for k in range(n)]},
+    (ci,) = S.bootstrap_ci(values, {"x": 1.0}, RNG(0), 50, clusters={"x": [k % 2 for k in range(n)]},
                            min_n=min_n)
     assert (ci is not None) == (min(n, 2) >= min_n)
 
 
 def test_percentile_ci_drops_replicates_without_a_value():
     # a replicate that drew no item of a stratum is NaN; the interval is of the rest, None if nothing is left
-    assert M.percentile_ci(np.array([[np.nan, 0.5, 0.5]]), n=10) == [(0.5, 0.5)]
-    assert M.percentile_ci(np.array([[np.nan, np.nan]]), n=10) == [None]
+    assert S.percentile_ci(np.array([[np.nan, 0.5, 0.5]]), n=10) == [(0.5, 0.5)]
+    assert S.percentile_ci(np.array([[np.nan, np.nan]]), n=10) == [None]
 
 
 def _replicate_values(values, clusters, weights=None, n_boot=400, units=None):
     weights = weights or dict.fromkeys(values, 1.0 / len(values))
-    arr = M.bootstrap_samples({k: np.array([v], dtype=float) for k, v in values.items()}, weights, RNG(0), n_boot,
+    arr = S.bootstrap_samples({k: np.array([v], dtype=float) for k, v in values.items()}, weights, RNG(0), n_boot,
                               clusters=clusters, units=units)[0]
     return sorted({round(float(x), 6) for x in arr[np.isfinite(arr)]})
 
@@ -277,7 +279,7 @@ def test_cluster_bootstrap_units_without_items_take_their_draws():
     assert _replicate_values({"x": [1]}, {"x": ["q1"]}, units=["q1", "q2", "q3"]) == [1.0]
     # the interval of two constant clusters over many replicates spans both: [0, 1]
     values = {"x": np.array([[1.0] * 5 + [0.0] * 5])}
-    (ci,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(0), 2000, clusters={"x": ["q1"] * 5 + ["q2"] * 5}, min_n=2)
+    (ci,) = S.bootstrap_ci(values, {"x": 1.0}, RNG(0), 2000, clusters={"x": ["q1"] * 5 + ["q2"] * 5}, min_n=2)
     assert ci == (0.0, 1.0)
 
 
@@ -287,9 +289,9 @@ def test_cluster_bootstrap_is_seeded_and_wider_than_the_pair_bootstrap():
     outcome = [k % 2 for k in range(12)]
     values = {"x": np.array([[float(outcome[q]) for q in range(12) for _ in range(6)]])}
     clusters = {"x": [q for q in range(12) for _ in range(6)]}
-    (c1,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000, clusters=clusters)
-    (c2,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000, clusters=clusters)
-    (pairs,) = M.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000)
+    (c1,) = S.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000, clusters=clusters)
+    (c2,) = S.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000, clusters=clusters)
+    (pairs,) = S.bootstrap_ci(values, {"x": 1.0}, RNG(1), 1000)
     assert c1 == c2
     assert (c1[1] - c1[0]) > 1.8 * (pairs[1] - pairs[0])  # ~ sqrt(6) wider
 
@@ -297,8 +299,8 @@ def test_cluster_bootstrap_is_seeded_and_wider_than_the_pair_bootstrap():
 def test_bootstrap_without_clusters_is_the_item_bootstrap():
     # clusters of one item each, drawn within one stratum: the same replicates as the item bootstrap
     values = {"x": np.array([[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0]])}
-    plain = M.bootstrap_samples(values, {"x": 1.0}, RNG(5), 300)
-    clustered = M.bootstrap_samples(values, {"x": 1.0}, RNG(5), 300, clusters={"x": list(range(10))})
+    plain = S.bootstrap_samples(values, {"x": 1.0}, RNG(5), 300)
+    clustered = S.bootstrap_samples(values, {"x": 1.0}, RNG(5), 300, clusters={"x": list(range(10))})
     assert np.allclose(plain, clustered)
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from j1.eval import rb2_rules as R
 from j1.eval.rb2_rules import TiesStats
-from j1.eval.rb2_scoring import ItemResult, TiesTable, _plurality, rb2_blocks
+from j1.eval.rb2_scoring import ItemResult, TiesTable, rb2_blocks
+from j1.pairs import plurality
 
 
 @pytest.mark.parametrize(("choice", "chosen_at", "credit"), [
@@ -127,7 +128,7 @@ def test_overall_is_the_unweighted_mean_of_subsets():
     (["invalid", "C"], "C"), (["invalid", "invalid"], "invalid"),
 ])
 def test_plurality_of_picks(choices, winner):
-    assert _plurality(choices) == winner
+    assert plurality(choices, shared="invalid") == winner  # rb2_scoring's rule: a shared top earns nothing
 
 
 def test_ties_table_matches_ties_score_on_the_full_sample():

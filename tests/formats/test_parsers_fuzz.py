@@ -37,8 +37,8 @@ def _check_parsed(name: str, parsed: Parsed) -> None:
         assert isinstance(parsed.error, str) and parsed.error and parsed.scores is None
         return
     assert parsed.error is None
-    if name in ("pos", "fourway"):  # one response, or a pick: a valid parse reads verdict A
-        assert parsed.verdict is Verdict.A
+    # A valid verdict is one of the positions the format shows (pos: A, the response alone), or a tie.
+    assert parsed.verdict.value in (*FORMATS[name].positions, Verdict.TIE.value)
     for value in (parsed.scores or {}).values():
         assert math.isfinite(value) and 0.0 <= value <= 10.0
 
@@ -82,8 +82,7 @@ SPACE = st.text(st.sampled_from(" \t\n"), max_size=3)
 def well_formed(draw, name: str) -> str:
     """A completion in ``name``'s grammar: a thought, then its answer template filled in."""
     fmt = FORMATS[name]
-    verdicts = POSITIONS if name == "fourway" else ("A", "B")
-    answer = fmt.answer_template.format(verdict=draw(st.sampled_from(verdicts)), score_a=draw(SCORES),
+    answer = fmt.answer_template.format(verdict=draw(st.sampled_from(fmt.positions)), score_a=draw(SCORES),
                                         score_b=draw(SCORES), score=draw(SCORES))
     return f"<think>{draw(THOUGHTS)}</think>\n{answer}"
 

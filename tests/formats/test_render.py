@@ -9,8 +9,9 @@ import pytest
 from j1.formats import FORMATS, TEMPLATES, Verdict, get_format
 from j1.formats.base import fence_nonce
 
-# fourway shows four responses; its render and round trip are tested in tests/formats/test_fourway.py.
-ONE_OR_TWO = sorted(n for n in FORMATS if n != "fourway")
+# fourway shows four responses; its render is tested in tests/eval/test_rewardbench2.py, its shape and
+# round trip in tests/formats/test_shape.py.
+ONE_OR_TWO = sorted(n for n, f in FORMATS.items() if f.arity <= 2)
 PROMPT = "Which planet is largest?"
 GOOD = "Jupiter is the largest planet."
 BAD = "Saturn is the largest planet."

@@ -88,13 +88,13 @@ def test_pairwise_rewards_and_logs():
     judgments = [
         _judgment(["A"], ["A"]),              # 1.0, consistent
         _judgment(["A"], ["B"]),              # 0.5, flipped
-        _judgment(["invalid"], ["B"]),        # 0.0, one invalid sample, not a flip
+        _judgment(["invalid"], ["B"]),        # 0.0, one invalid sample: not counted for flips
         _judgment(["A", "A"], ["A", "B"]),    # 3 of 4 = 0.75; BA's majority is a tie: a flip (A vs tie)
     ]
     got = pairwise_rewards(judgments)
     assert got.rewards == [1.0, 0.5, 0.0, 0.75]
-    # 1 invalid of 1+1+1+1+1+1+2+2 = 10 samples; flips: items 2 and 4 of 4.
-    assert got.logs == {"invalid_rate": 0.1, "flip_rate": 0.5, "n": 4}
+    # 1 invalid of 1+1+1+1+1+1+2+2 = 10 samples; flips: items 2 and 4 of the 3 valid in both orders.
+    assert got.logs == {"invalid_rate": 0.1, "flip_rate": pytest.approx(2 / 3), "n": 4}
 
 
 def test_pointwise_rewards_and_logs():

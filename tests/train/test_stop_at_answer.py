@@ -1,5 +1,5 @@
-"""``--loss_span to_answer``: the tokens a rollout writes after its answer's closing tag leave the loss;
-``--loss_span answer``: the tokens before its opening tag leave it too."""
+"""``--loss_span answer``: the tokens a rollout writes after its answer's closing tag leave the loss,
+and the tokens before its opening tag leave it too (``mask_outside_answer`` without openers: the tail only)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ from conftest import CPU_FLAGS
 
 from j1.cli.main import main
 from j1.formats import FORMATS
-from j1.train.advantages import stop_advantages
 from j1.train.answer_span import (
-    answer_close,
     answer_end,
     answer_markers,
-    answer_open,
     answer_start,
     mask_outside_answer,
 )
@@ -46,33 +43,22 @@ def test_answer_end_refuses_an_empty_marker():
 
 
 @pytest.mark.parametrize(
-    ("name", "close"), [("pav", "</answer>"), ("pas", "</score_B>"), ("pavs", "</answer>"), ("pos", "</score>")]
+    ("name", "tags"),
+    [("pav", ("<answer>", "</answer>")), ("pas", ("<score_A>", "</score_B>")), ("pavs", ("<score_A>", "</answer>")),
+     ("pos", ("<score>", "</score>")), ("fourway", ("<answer>", "</answer>"))],
 )
-def test_answer_close_of_every_format(name, close):
-    assert answer_close(FORMATS[name].answer_template) == close
-
-
-def test_answer_close_needs_a_closing_tag():
-    with pytest.raises(ValueError, match="does not end with a closing tag"):
-        answer_close("[[{verdict}]]")
+def test_answer_tags_of_every_format(name, tags):
+    # The format declares them; its written answer starts and ends with them.
+    fmt = FORMATS[name]
+    assert fmt.answer_tags == tags
+    answer = fmt.write_answer("A")
+    assert answer.startswith(tags[0]) and answer.endswith(tags[1])
 
 
 def test_answer_markers_per_formulation():
     assert answer_markers("pav") == {"pav": "</answer>"}
     assert answer_markers("multitask") == {"pas": "</score_B>", "pos": "</score>"}
     assert answer_markers("multitask", opening=True) == {"pas": "<score_A>", "pos": "<score>"}
-
-
-@pytest.mark.parametrize(
-    ("name", "opener"), [("pav", "<answer>"), ("pas", "<score_A>"), ("pavs", "<score_A>"), ("pos", "<score>")]
-)
-def test_answer_open_of_every_format(name, opener):
-    assert answer_open(FORMATS[name].answer_template) == opener
-
-
-def test_answer_open_needs_an_opening_tag():
-    with pytest.raises(ValueError, match="does not start with an opening tag"):
-        answer_open("[[{verdict}]]</answer>")
 
 
 @pytest.mark.parametrize(
@@ -98,6 +84,7 @@ def test_answer_start_refuses_an_empty_opener():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"loss_span": "everything"}, "--loss_span 'everything': choose one of"),
+    ({"loss_span": "to_answer"}, "--loss_span 'to_answer': choose one of"),  # retired in issue 44
     ({"advantage_groups": "order"}, "--advantage_groups 'order': choose one of"),
     ({"advantage_groups": "prompt", "invalid_advantage": -1.0}, "needs --advantage_groups pair or couple"),
 ])
@@ -106,7 +93,7 @@ def test_options_are_named_choices(kwargs, message):
         J1Options(**kwargs)
 
 
-def mask_completions(model_dir, texts, openers=None, stop_advantage=None):
+def mask_completions(model_dir, texts, openers=None):
     """Run ``mask_outside_answer`` on ``texts`` as TRL lays out completions (right-padded), as the trainer
     calls it. Returns (tokenizer, token ids per text, ids, output, metrics)."""
     from transformers import AutoTokenizer
@@ -120,8 +107,7 @@ def mask_completions(model_dir, texts, openers=None, stop_advantage=None):
         ids[i, : len(e)] = torch.tensor(e)
         mask[i, : len(e)] = 1
     masks = mask_outside_answer(ids, mask, ["pav"] * len(texts), lambda t: tok.decode([t]),
-                                closers={"pav": "</answer>"}, openers=openers, eos_id=tok.eos_token_id,
-                                stop_advantage=stop_advantage is not None)
+                                closers={"pav": "</answer>"}, openers=openers, eos_id=tok.eos_token_id)
     # What J1GRPOTrainer puts into TRL's output and logs.
     output = {"completion_ids": ids, "completion_mask": masks.completion_mask}
     metrics = defaultdict(list)
@@ -174,68 +160,9 @@ def test_answer_only_loss_keeps_the_stop_after_the_answer(tiny_model):
     assert tok.decode(ids[0][kept[0]]) == f"<answer>[[A]]</answer>{eos}"
     assert tok.decode(ids[1][kept[1]]).strip() == "<answer>[[B]]</answer>"
     assert metrics["j1/tokens_after_answer"] == [pytest.approx((0 + 2) / 2)]
-    # Without answer_only_loss (stop_at_answer alone) the stop leaves the loss, as a stop string would.
+    # Without openers (the tail alone) the stop leaves the loss, as a stop string would.
     tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts[:1])
     assert tok.decode(ids[0][output["completion_mask"][0].bool()]).endswith("</answer>")
-
-
-@pytest.mark.parametrize(
-    ("advantages", "stops", "width", "penalty", "expected"),
-    [
-        ([0.5, -1.0, 2.0], [1, None, 0], 3, 1.0,  # row 2's penalty lands on its first column
-         [[0.5, -1.0, 0.5], [-1.0, -1.0, -1.0], [-1.0, 2.0, 2.0]]),
-        ([0.0, 0.0], [None, None], 2, 3.0, [[0.0, 0.0], [0.0, 0.0]]),  # nothing to push down: unchanged
-        ([1.0], [3], 4, 0.5, [[1.0, 1.0, 1.0, -0.5]]),  # even a right verdict's tail token is pushed down
-    ],
-)
-def test_stop_advantages(advantages, stops, width, penalty, expected):
-    got = stop_advantages(torch.tensor(advantages), stops, width, penalty)
-    assert got.tolist() == expected
-
-
-def test_stop_advantages_needs_one_stop_per_row():
-    with pytest.raises(ValueError, match="1 stop positions for 2 rows"):
-        stop_advantages(torch.zeros(2), [None], 3, 1.0)
-
-
-def test_stop_advantage_keeps_the_token_that_replaced_the_stop(tiny_model):
-    from transformers import AutoTokenizer
-
-    eos = AutoTokenizer.from_pretrained(str(tiny_model)).eos_token
-    texts = ["<think>ok</think>\n<answer>[[A]]</answer>\n<answer>[[B",  # session 13's second answer block
-             f"<think>ok</think>\n<answer>[[B]]</answer>{eos}",  # stopped: nothing to push down
-             "<think>no answer yet"]  # never closed: every token stays, no stop column
-    tok, encoded, ids, output, metrics = mask_completions(tiny_model, texts, openers={"pav": "<answer>"},
-                                                          stop_advantage=1.0)
-    kept = (output["completion_mask"] * output["tool_mask"]).bool()
-    assert tok.decode(ids[0][kept[0]]) == "<answer>[[A]]</answer>\n"  # the span plus the token after it
-    assert tok.decode(ids[1][kept[1]]) == f"<answer>[[B]]</answer>{eos}"
-    assert int(kept[2].sum()) == len(encoded[2])
-    close = len(tok("<think>ok</think>\n<answer>[[A]]</answer>", add_special_tokens=False)["input_ids"])
-    last_kept = output["completion_mask"][0].sum().item() - 1
-    assert last_kept == close  # the kept tail token is the first one after the tag
-    # The tail is still counted as written after the answer, as without the option.
-    assert metrics["j1/tokens_after_answer"] == [pytest.approx((len(encoded[0]) - close) / 3)]
-
-
-def test_stop_advantage_needs_a_closing_tag_and_a_positive_value():
-    with pytest.raises(ValueError, match="needs --loss_span to_answer or answer"):
-        J1Options(stop_advantage=1.0)
-    with pytest.raises(ValueError, match="must be > 0"):
-        J1Options(stop_advantage=0.0, loss_span="to_answer")
-
-
-def test_train_with_stop_at_answer_logs_the_dropped_tokens(tiny_model, pair_file, tmp_path):
-    out = tmp_path / "run"
-    assert main([
-        "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
-        "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-        "--max_steps", "1", "--loss_span", "to_answer", *CPU_FLAGS,
-    ]) == 0
-    run = json.loads((out / "run.json").read_text())
-    assert run["config"]["j1"]["loss_span"] == "to_answer"
-    step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
-    assert step["j1/tokens_after_answer"] >= 0.0
 
 
 def test_train_with_answer_only_loss_logs_the_thought_tokens(tiny_model, pair_file, tmp_path):
@@ -243,13 +170,12 @@ def test_train_with_answer_only_loss_logs_the_thought_tokens(tiny_model, pair_fi
     assert main([
         "train", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(out),
         "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-        "--max_steps", "1", "--loss_span", "answer", "--beta", "0.04", "--stop_advantage", "1", *CPU_FLAGS,
+        "--max_steps", "1", "--loss_span", "answer", "--beta", "0.04", *CPU_FLAGS,
     ]) == 0
     run = json.loads((out / "run.json").read_text())
-    assert run["config"]["j1"]["loss_span"] == "answer" and run["config"]["j1"]["stop_advantage"] == 1.0
+    assert run["config"]["j1"]["loss_span"] == "answer"
     step = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if '"loss"' in line][0]
     assert step["j1/tokens_before_answer"] >= 0.0 and step["j1/tokens_after_answer"] >= 0.0
-    assert 0.0 <= step["j1/stop_penalised"] <= 1.0
     # Before the first update the policy is the reference: a KL above 0 would mean the answer was
     # scored in another context than it was sampled in (the thought hidden from attention).
     assert step["kl"] == pytest.approx(0.0, abs=1e-4)
@@ -272,8 +198,6 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
     else:  # no valid verdict in the batch
         assert step["j1/position_imbalance"] == 0.0
     for flags, message in ((["--position_balance", "-1"], "--position_balance -1.0: must be >= 0"),
-                           (["--stop_advantage", "1"], "--stop_advantage needs --loss_span to_answer or answer"),
-                           (["--loss_span", "to_answer", "--stop_advantage", "0"], "--stop_advantage 0.0: must be > 0"),
                            (["--formulation", "pos", "--position_balance", "1"], "pos verdicts name no position")):
         with pytest.raises(SystemExit):
             main(["train", "--train_file", str(pair_file), "--output_dir", str(out), *flags])
@@ -282,7 +206,8 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
         main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--advantage_groups", "prompt",
               "--invalid_advantage", "-1"])
     assert "--invalid_advantage -1.0 needs --advantage_groups pair or couple" in capsys.readouterr().err
-    # A retired boolean names its replacement.
-    with pytest.raises(SystemExit):
-        main(["train", "--train_file", str(pair_file), "--output_dir", str(out), "--couple_advantages", "true"])
-    assert "--couple_advantages was replaced: use --advantage_groups couple" in capsys.readouterr().err
+    # A flag retired in issue 44 is an unknown flag, named as such.
+    for flag in (["--stop_advantage", "1"], ["--couple_advantages", "true"]):
+        with pytest.raises(SystemExit):
+            main(["train", "--train_file", str(pair_file), "--output_dir", str(out), *flag])
+        assert flag[0] in capsys.readouterr().err

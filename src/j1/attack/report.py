@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j1.eval.metrics import MIN_CI_N
+from j1.eval.stats import MIN_CI_N
 from j1.schema import write_text_atomic
 
 PLOT = "attacks.png"

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from j1.attack.attacks import (
     ATTACK,
@@ -29,9 +30,12 @@ from j1.eval.metrics import PairOutcome
 from j1.eval.runner import Work, check_resume, judge_run, judged_slots
 from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
-from j1.judge import mean_scores, to_sample
+from j1.judge import mean_score, to_sample
 from j1.judges import ASSETS
 from j1.schema import write_json_atomic
+
+if TYPE_CHECKING:
+    from j1.attack.spec import AttackSpec
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +63,7 @@ def plan(pairs: Sequence[AttackPair], fmt: JudgeFormat, done: set[tuple[str, str
 
 def _scores(fmt: JudgeFormat, rec: ItemRecord, k: int) -> tuple[float | None, float | None]:
     """Pointwise: the reference's and the attack's mean score over the first ``k`` samples."""
-    means = [mean_scores(to_sample(fmt, t, "A") for t in rec.slots[s].texts[:k]) for s in ("A", ATTACK)]
-    ref, att = (None if m is None else m["A"] for m in means)
+    ref, att = (mean_score(to_sample(fmt, t, "A") for t in rec.slots[s].texts[:k]) for s in ("A", ATTACK))
     return ref, att
 
 
@@ -115,7 +118,7 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
     return report
 
 
-def run_attack(cfg, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
+def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 attack`` for an AttackConfig; returns the report.
 
     Args:

@@ -35,7 +35,7 @@ def make_backend(
 
 def build_backend(args, api_key: str | None = None) -> Backend:
     """The backend a config names: ``args`` has ``model``, ``base_url`` and ``backend_kwargs()``
-    (``j1.cli.configs.BackendArgs``). ``api_key`` goes to a server only (``base_url`` set); the
+    (``j1.backends.spec.BackendArgs``). ``api_key`` goes to a server only (``base_url`` set); the
     caller reads it, since only the CLI reads environment variables."""
     return make_backend(args.model, args.base_url, api_key=api_key if args.base_url else None,
                         **args.backend_kwargs())

@@ -129,7 +129,7 @@ class Backend(ABC):
         """Release resources (HTTP pools, models)."""
 
     # Token limits, for a server that refuses a prompt that cannot fit before any model work
-    # (``j1.serve.limits``). A backend without a local tokenizer (an HTTP server) knows none of them.
+    # (``j1.limits``). A backend without a local tokenizer (an HTTP server) knows none of them.
 
     def context_window(self) -> int | None:
         """Most tokens (prompt plus generated) the model attends to; None when unknown."""

@@ -34,6 +34,7 @@ class LocalBackend(Backend):
             "float32", "bfloat16" or "float16".
         device: "cpu", "cuda", ... (default: cuda when available).
         share_prefill: encode each prompt once for its n samples (off only to measure the gain).
+        max_context: the most tokens (prompt plus answer) it accepts; None: the model's own limit.
 
     How it decodes depends on the device (``engine``): on a CPU, ``j1.decode`` with each prompt encoded
     once for its samples; on a GPU, ``generate`` with a static cache (``j1.device.fast_decode``).
@@ -48,6 +49,7 @@ class LocalBackend(Backend):
         dtype: str = "auto",
         device: str | None = None,
         share_prefill: bool = True,
+        max_context: int | None = None,
     ):
         from j1.device import batch_rows, default_device, local_dtype
         from j1.judges import load_model
@@ -60,6 +62,7 @@ class LocalBackend(Backend):
         self.max_batch_rows = batch_rows(max_batch_rows, self.device)
         self.max_batch_tokens = max_batch_tokens
         self.share_prefill = share_prefill
+        self.max_context = max_context
         self.usage = Usage()
 
     @classmethod
@@ -74,6 +77,7 @@ class LocalBackend(Backend):
         self.max_batch_rows = batch_rows(kw.get("max_batch_rows"), self.device)
         self.max_batch_tokens = kw.get("max_batch_tokens", 65536)
         self.share_prefill = kw.get("share_prefill", True)
+        self.max_context = kw.get("max_context")
         self.usage = Usage()
         return self
 
@@ -90,8 +94,11 @@ class LocalBackend(Backend):
         return render(self.tokenizer, messages)
 
     def context_window(self) -> int | None:
-        """The model's position limit from its config (``max_position_embeddings`` in Llama-family
-        configs, ``n_positions`` in GPT-2-style ones); None when the config names none."""
+        """The most tokens it accepts: ``max_context`` when given, else the model's position limit from
+        its config (``max_position_embeddings`` in Llama-family configs, ``n_positions`` in GPT-2-style
+        ones); None when the config names none."""
+        if self.max_context is not None:
+            return self.max_context
         config = getattr(self.model, "config", None)
         for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
             value = getattr(config, key, None)

@@ -1,4 +1,7 @@
-"""``j1 export verl --pairs FILE --format F --out DIR``: training pairs as parquet in verl's RL dataset
+"""``j1 export judge SRC --out DIR [--merged]``: a trained judge as a new folder (``j1.judges.export_judge``),
+e.g. into src/j1/assets/judges/NAME to ship it in the package.
+
+``j1 export verl --pairs FILE --format F --out DIR``: training pairs as parquet in verl's RL dataset
 schema, so verl (the J1 paper's engine) trains a judge on the same prompts as ``j1 train``.
 
 Each judge prompt (both orders of every pair; both slots for pos) is one row, a pair's rows adjacent:
@@ -26,12 +29,16 @@ from pathlib import Path
 
 from j1.cli.common import parse, removed_on_error, setup_logging
 from j1.cli.configs.export import ExportVerlConfig
+from j1.export_spec import ExportJudgeSpec
 from j1.runinfo import write_run_json
 from j1.schema import temp_file_beside
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = {"verl": "pairs as parquet in verl's RL dataset schema (prompt, reward_model, extra_info)"}
+SUBCOMMANDS = {
+    "judge": "a trained judge as a new folder --model reads: its adapter, or --merged into its base",
+    "verl": "pairs as parquet in verl's RL dataset schema (prompt, reward_model, extra_info)",
+}
 ABILITY = "judge"
 
 
@@ -133,7 +140,19 @@ def main(argv: Sequence[str]) -> int:
         return 0
     if argv[0] not in SUBCOMMANDS:
         raise ValueError(f"unknown export target {argv[0]!r}; choose one of {sorted(SUBCOMMANDS)}")
-    cfg = parse(ExportVerlConfig, argv[1:], prog=f"j1 export {argv[0]}")
+    prog = f"j1 export {argv[0]}"
+    if argv[0] == "judge":
+        rest = argv[1:]
+        if rest and not rest[0].startswith("-"):  # j1 export judge SRC --out DIR
+            rest = ["--model", *rest]
+        cfg = parse(ExportJudgeSpec, rest, prog=prog)
+        setup_logging()
+        from j1.judges import export_judge
+
+        record = export_judge(cfg.model, cfg.out, merged=cfg.merged, base=cfg.base)
+        sys.stdout.write(f"{cfg.out}: {record['kind']} judge from {cfg.model} (step {record['step']})\n")
+        return 0
+    cfg = parse(ExportVerlConfig, argv[1:], prog=prog)
     setup_logging()
     with removed_on_error(cfg.out):  # a failed write leaves no empty folder
         run_export_verl(cfg)

@@ -17,12 +17,35 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
     fmt = get_format(cfg.format, cfg.template)
     backend = build_backend(cfg)
     try:
-        if cfg.response_b is None:  # pointwise, one response
-            return judge_single(backend, fmt, cfg.prompt, cfg.response_a, cfg.sampling_params(), cfg.assistant_prefill)
-        return judge_pairs(backend, fmt, [(cfg.prompt, cfg.response_a, cfg.response_b)], cfg.sampling_params(),
-                           cfg.assistant_prefill)[0]
+        a, b = cfg.response_a, cfg.response_b
+        if cfg.truncate != "error":  # responses shortened to fit the judge's context (j1.limits)
+            a, b = _fit(cfg, fmt, backend)
+        if b is None:  # pointwise, one response
+            return judge_single(backend, fmt, cfg.prompt, a, cfg.sampling_params(), cfg.assistant_prefill)
+        return judge_pairs(backend, fmt, [(cfg.prompt, a, b)], cfg.sampling_params(), cfg.assistant_prefill)[0]
     finally:
         backend.close()
+
+
+def _fit(cfg: JudgeConfig, fmt, backend) -> tuple[str, str | None]:
+    """The responses as the judge will read them under ``--truncate left|middle`` (both orders must fit)."""
+    from j1.chat import with_prefill
+    from j1.limits import ContextLimit, PromptFitter
+    from j1.pairs import render_both
+
+    def prompts(task: dict) -> list:
+        if task.get("response_b") is None:
+            rendered = [fmt.render(cfg.prompt, task["response_a"])]
+        else:
+            rendered = [m for _, m in render_both(fmt, cfg.prompt, task["response_a"], task["response_b"])]
+        return [with_prefill(m, cfg.assistant_prefill) for m in rendered]
+
+    limit = ContextLimit(backend.context_window(), cfg.max_new_tokens, cfg.truncate)
+    fitter = PromptFitter(limit, prompts, backend.count_tokens, backend.token_spans,
+                          responses=lambda t: {k: v for k, v in t.items() if v is not None},
+                          rebuild=lambda t, texts: {**t, **texts})
+    fitted = fitter.fit({"response_a": cfg.response_a, "response_b": cfg.response_b}).task
+    return fitted["response_a"], fitted.get("response_b")
 
 
 def _sample_line(i: int, s: Sample, valid: str) -> str:

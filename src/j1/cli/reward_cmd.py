@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from j1.cli.common import parse, setup_logging
 from j1.cli.configs import RewardConfig
 from j1.rewards import Rollout, check_rollout, score_rollouts
-from j1.rewards.core import default_consistency_weight
+from j1.rewards.core import default_consistency_weight, reward_format
 from j1.schema import RowError, iter_jsonl, require, write_jsonl_atomic
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def main(argv: Sequence[str]) -> int:
         for row, p in zip(rows, parts, strict=True)
     ]
     write_jsonl_atomic(cfg.output, out)
-    missing = Counter(p.consistency is None for p in parts)[True] if cfg.format != "pos" else 0
+    missing = Counter(p.consistency is None for p in parts)[True] if reward_format(cfg.format).pairwise else 0
     mean = sum(p.total for p in parts) / len(parts) if parts else float("nan")
     log.info("%d rollouts rewarded (mean total %.3f) -> %s", len(parts), mean, cfg.output)
     if missing:

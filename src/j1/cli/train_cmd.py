@@ -8,18 +8,18 @@ import sys
 from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
-from j1.cli.configs import TrainConfig
 from j1.cli.trl_args import parse_with_trl
+from j1.train.spec import TrainRun, TrainSpec
 
 DESCRIPTION = ("J1 GRPO training of a judge on TRL: both orders of every pair in one batch, the J1 rewards, "
                "and the advantage and loss choices below.")
 
 
-def parse_train(argv: Sequence[str], prog: str = "j1 train"):
-    """(TrainConfig, GRPOConfig, ModelConfig) from ``--config FILE.yaml`` and flags."""
+def parse_train(argv: Sequence[str], prog: str = "j1 train") -> TrainRun:
+    """(TrainSpec, GRPOConfig, ModelConfig) from ``--config FILE.yaml`` and flags."""
     from trl import GRPOConfig, ModelConfig
 
-    return parse_with_trl([TrainConfig, GRPOConfig, ModelConfig], argv, prog=prog, description=DESCRIPTION)
+    return TrainRun(*parse_with_trl([TrainSpec, GRPOConfig, ModelConfig], argv, prog=prog, description=DESCRIPTION))
 
 
 # TRL refuses bf16 on a machine without a GPU: a dry run parses the GPU recipe as if on the CPU.

@@ -11,10 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
-from pathlib import Path
 
 from j1.cli.common import CONFIG_HELP, DEBUG_HELP
-from j1.train.options import check_retired
 
 # The TRL (GRPOConfig/SFTConfig) and ModelConfig keys a j1 recipe sets, with a one-line help.
 COMMON_TRL = {
@@ -47,23 +45,6 @@ COMMON_TRL = {
     "use_cpu": "Train on the CPU.",
     "report_to": "none, tensorboard, wandb, ...",
 }
-
-
-def yaml_keys(argv: Sequence[str]) -> set[str]:
-    """The top-level keys of the ``--config`` YAML in ``argv`` (empty when there is none or it is unreadable:
-    the real parse reports that)."""
-    argv = list(argv)
-    path = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
-    path = path or next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
-    if path is None or not Path(path).is_file():
-        return set()
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError:
-        return set()
-    return set(data) if isinstance(data, dict) else set()
 
 
 def short_help(parser: argparse.ArgumentParser, j1_class, *, prog: str, description: str) -> str:
@@ -99,7 +80,7 @@ def short_help(parser: argparse.ArgumentParser, j1_class, *, prog: str, descript
 def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, description: str):
     """Parse ``argv`` (and ``--config FILE.yaml``) into one object per class; the first class is the J1
     section. ``--help`` prints the short help, ``--help-all`` TRL's full one; both exit 0. A bad value,
-    a retired option or an unreadable config file exits 2 with one line."""
+    or an unreadable config file exits 2 with one line."""
     from j1.cli.common import error_message, exit_with, make_parser, yaml_errors
 
     argv = list(argv)
@@ -111,7 +92,6 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
         sys.stdout.write(short_help(parser, classes[0], prog=prog, description=description))
         sys.exit(0)
     try:
-        check_retired(argv, yaml_keys(argv))
         return parser.parse_args_and_config(argv)
     except (ValueError, OSError, *yaml_errors()) as exc:
         exit_with(prog, error_message(exc))

@@ -41,25 +41,15 @@ import random
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from j1.pairs import ORDERS, shown_label
-from j1.schema import PairRecord, TrainRow, read_pairs, remove_stale_temps, write_jsonl_atomic
+# both_orders (a pair's seeded A/B placement) lives in j1.schema, beside the records it maps.
+from j1.schema import PairRecord, both_orders, read_pairs, remove_stale_temps, write_jsonl_atomic
+
+if TYPE_CHECKING:
+    from j1.data.spec import MixSpec
 
 log = logging.getLogger(__name__)
-
-
-def both_orders(pair: PairRecord, seed: int) -> list[TrainRow]:
-    """The AB and BA rows of a pair; chosen goes to response_a with probability 1/2 (seeded by id).
-
-    >>> p = PairRecord("id1", "q", "good", "bad", "chat", "s")
-    >>> [(r.order, r.label, r.label_shown) for r in both_orders(p, 0)] in (
-    ...     [("AB", "A", "A"), ("BA", "A", "B")], [("AB", "B", "B"), ("BA", "B", "A")])
-    True
-    """
-    chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
-    a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
-    return [TrainRow(pair.id, o.value, pair.prompt, a, b, label, shown_label(label, o), pair.kind, pair.source)
-            for o in ORDERS]
 
 
 def parse_input(spec: str) -> tuple[Path, int | None]:
@@ -153,8 +143,8 @@ def mix(inputs: list[str], heldout_fraction: float, seed: int,
 OUTPUTS = ("train.jsonl", "heldout.jsonl", "mix.stats.json", "mix.run.json")
 
 
-def run_mix_config(cfg) -> dict:
-    """Run ``j1 synth mix`` for a :class:`j1.cli.configs.MixConfig`; returns its stats."""
+def run_mix_config(cfg: MixSpec) -> dict:
+    """Run ``j1 synth mix`` for a :class:`j1.data.spec.MixSpec`; returns its stats."""
     from j1.runinfo import write_run_json
     from j1.schema import write_json_atomic
 

@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -34,6 +35,9 @@ from j1.data import filters
 from j1.data.sources import Problem
 from j1.data.store import PairStore, side_path
 from j1.schema import SCHEMA_VERSION, Dropped, JsonlAppender, PairRecord, iter_jsonl
+
+if TYPE_CHECKING:
+    from j1.data.spec import SynthChatSpec
 
 log = logging.getLogger(__name__)
 
@@ -274,8 +278,8 @@ def judge_params(max_new_tokens: int, seed: int) -> SamplingParams:
     return SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=seed)
 
 
-def options_from(cfg) -> ChatOptions:
-    """ChatOptions from a :class:`j1.cli.configs.SynthChatConfig`."""
+def options_from(cfg: SynthChatSpec) -> ChatOptions:
+    """ChatOptions from a :class:`j1.data.spec.SynthChatSpec`."""
     answer = cfg.sampling_params()
     return ChatOptions(
         answer=answer,

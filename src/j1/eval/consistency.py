@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from j1.eval.metrics import MIN_CI_N, as_list, bootstrap_ci
+from j1.eval.stats import MIN_CI_N, as_list, bootstrap_ci
+from j1.pairs import compare_scores
 
 Verdicts = Sequence[Sequence[int | None]]
 ENUMERATE_MAX_K = 7  # enumeration of weak orders up to here; DP over subsets beyond
@@ -53,7 +54,8 @@ def verdict_code(v: str | None) -> int | None:
 
 
 def score_verdicts(scores: Sequence[float | None]) -> list[list[int | None]]:
-    """The verdict matrix a pointwise judge's scores imply: sign(s_i - s_j), None where a score is missing.
+    """The verdict matrix a pointwise judge's scores imply: ``compare_scores(s_i, s_j)`` as a code
+    (sign(s_i - s_j)), None where a score is missing.
 
     >>> score_verdicts([7, 3, 7, None])[0]
     [0, 1, 0, None]
@@ -63,8 +65,7 @@ def score_verdicts(scores: Sequence[float | None]) -> list[list[int | None]]:
     for i in range(k):
         row: list[int | None] = []
         for j in range(k):
-            si, sj = scores[i], scores[j]
-            row.append(0 if i == j else None if si is None or sj is None else int(np.sign(si - sj)))
+            row.append(0 if i == j else verdict_code(compare_scores(scores[i], scores[j]).value))
         out.append(row)
     return out
 
@@ -287,7 +288,7 @@ def prompt_consistency(y: Verdicts) -> PromptConsistency:
 def bootstrap_mean_ci(values: Sequence[float], rng: np.random.Generator, n_boot: int = 1000,
                       alpha: float = 0.05, min_n: int = MIN_CI_N) -> tuple[float, float] | None:
     """Percentile bootstrap interval of a mean, resampling prompts with replacement
-    (``j1.eval.metrics.bootstrap_ci``); None below ``min_n`` prompts.
+    (``j1.eval.stats.bootstrap_ci``); None below ``min_n`` prompts.
 
     >>> bootstrap_mean_ci([0.5] * 10, np.random.default_rng(0), 100), bootstrap_mean_ci([0.5] * 3, np.random.default_rng(0))
     ((0.5, 0.5), None)

@@ -16,10 +16,13 @@ Read from allenai/reward-bench (``scripts/run_generative_v2.py``, ``rewardbench/
   division by a zero spread gives tanh(+-inf) = +-1 for a nonzero margin and 0 for 0/0, as numpy
   gives there. An invalid rating counts as -1 (the official code's sentinel), below every valid one.
 - Overall: the unweighted mean of the subset scores.
+- Placement (four-way prompts, read by the benchmark and its scoring alike): the chosen answer's
+  position per rotation (``rotation_positions``) and the shown order (``arrangement``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -27,11 +30,53 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from j1.formats.fourway import POSITIONS
+
 INVALID_CREDIT = 0.25  # the official score of a judgment with no parseable verdict
 TIES_WEIGHTS = {"tied_accuracy": 0.30, "ref_accuracy": 0.30, "correctness_preferred": 0.20,
                 "correctness_preferred_hard": 0.20, "margin_score": 0.01}  # sums to 1.01, as upstream
 INVALID_RATING = -1.0
 _TIES_ID = re.compile(r"^(ref|tied):(\d+)(?:#\d+)?$")
+FOURWAY_SLOT = "4way:"  # a four-way prompt's slot: FOURWAY_SLOT + the chosen answer's position
+
+
+def rotation_positions(item_id: str, seed: int, rotations: int) -> list[str]:
+    """The chosen answer's position in each rotation: the first from a hash of seed and id, then on
+    by one position per rotation.
+
+    >>> rotation_positions("17", 0, 4)
+    ['B', 'C', 'D', 'A']
+    >>> len(set(rotation_positions("17", 0, 2)))
+    2
+    """
+    if not 1 <= rotations <= len(POSITIONS):
+        raise ValueError(f"--rb2-rotations {rotations}: must be in [1, {len(POSITIONS)}]")
+    first = int.from_bytes(hashlib.sha256(f"{seed}\x00{item_id}".encode()).digest()[:4], "little") % len(POSITIONS)
+    return [POSITIONS[(first + r) % len(POSITIONS)] for r in range(rotations)]
+
+
+def arrangement(names: list[str], chosen_at: str) -> list[str]:
+    """The four names in shown order: ``names`` (chosen first) with the chosen swapped into
+    ``chosen_at``, the answer there moving to position A (the official shuffle).
+
+    >>> arrangement(["c0", "r0", "r1", "r2"], "C")
+    ['r1', 'r0', 'c0', 'r2']
+    """
+    shown = list(names)
+    k = POSITIONS.index(chosen_at)
+    shown[0], shown[k] = shown[k], shown[0]
+    return shown
+
+
+def fourway_names(item_pairs) -> list[str]:
+    """c0 and the first three rejected answers, the four a four-way prompt shows."""
+    rejected = [r for c, r, _ in item_pairs if c == "c0"]
+    return ["c0", *rejected[:3]]
+
+
+def uses_ratings(category: str, mode: str) -> bool:
+    """Ties is always rated; the other subsets as the mode says."""
+    return category == "Ties" or mode == "ratings"
 
 
 def fourway_credit(choice: str, chosen_at: str) -> float:

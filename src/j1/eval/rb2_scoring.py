@@ -28,18 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from j1.eval import rb2_rules as R
-from j1.eval.benchmarks.rewardbench2 import (
-    FOURWAY_SLOT,
-    arrangement,
-    fourway_names,
-    rotation_positions,
-    uses_ratings,
-)
-from j1.eval.metrics import as_list, bootstrap_samples, percentile_ci, scaling_ks
+from j1.eval.metrics import scaling_ks
+from j1.eval.rb2_rules import FOURWAY_SLOT, arrangement, fourway_names, rotation_positions, uses_ratings
 from j1.eval.scoring import ItemRecord, read_judgments
+from j1.eval.stats import as_list, bootstrap_samples, percentile_ci
 from j1.formats import get_format
 from j1.formats.fourway import POSITIONS, pick
-from j1.judge import mean_scores, to_sample
+from j1.judge import mean_score, to_sample
+from j1.pairs import flip_rate, flipped, plurality
 from j1.schema import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -68,14 +64,6 @@ class ItemResult:
     picks: Counter = field(default_factory=Counter)  # fourway: valid picks by position
 
 
-def _plurality(choices: list[str]) -> str:
-    """The most frequent valid pick; "invalid" when none is valid or the top count is shared."""
-    counts = Counter(c for c in choices if c != "invalid").most_common()
-    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
-        return "invalid"
-    return counts[0][0]
-
-
 def required_slots(rec: ItemRecord, mode: str, rotations: int, seed: int) -> list[str]:
     names = sorted({n for p in rec.pairs for n in p[:2]}, key=lambda n: (n[0] != "c", int(n[1:])))
     if uses_ratings(rec.category, mode):
@@ -91,8 +79,7 @@ def _ratings(rec: ItemRecord, fmt, k: int) -> tuple[list[float | None], int, int
         samples = [to_sample(fmt, t, "A") for t in rec.slots[name].texts[:k]]
         invalid += sum(s.error is not None for s in samples)
         judged += len(samples)
-        mean = mean_scores(samples)
-        out.append(None if mean is None else mean["A"])
+        out.append(mean_score(samples))
     return out, invalid, judged, sum(n.startswith("c") for n in names)
 
 
@@ -113,16 +100,16 @@ def item_result(rec: ItemRecord, *, mode: str, rotations: int, seed: int, k: int
         choices = [pick(t).choice for t in rec.slots[FOURWAY_SLOT + at].texts[:k]]
         res.invalid += sum(c == "invalid" for c in choices)
         res.judged += len(choices)
-        choice = _plurality(choices)
+        choice = plurality(choices, shared="invalid")  # the most frequent pick; a shared top earns nothing
         credit = R.fourway_credit(choice, at)
         credits.append(credit)
         res.slot_credit[at] = credit
         if choice != "invalid":
             res.picks[choice] += 1
-            picked.append(arrangement(names, at)[POSITIONS.index(choice)])
+        picked.append(arrangement(names, at)[POSITIONS.index(choice)] if choice != "invalid" else "invalid")
     res.official, res.rotation = credits[0], float(np.mean(credits))
     res.consistent = float(all(c == 1.0 for c in credits))
-    res.flip = len(set(picked)) > 1 if rotations > 1 and len(picked) == rotations else None
+    res.flip = flipped(*picked) if rotations > 1 else None
     return res
 
 
@@ -205,8 +192,7 @@ def _block(results: list[ItemResult], point: dict[str, float], boot: np.ndarray)
         block[f"{key}_ci"] = as_list(cis[row])
     judged = sum(r.judged for r in results)
     block["invalid_rate"] = sum(r.invalid for r in results) / judged if judged else None
-    flips = [r.flip for r in results if r.flip is not None]
-    block["flip_rate"] = float(np.mean(flips)) if flips else None
+    block["flip_rate"] = flip_rate(r.flip for r in results)
     slot = {p: [r.slot_credit[p] for r in results if p in r.slot_credit] for p in POSITIONS}
     if any(slot.values()):
         block["slot_accuracy"] = {p: float(np.mean(v)) if v else None for p, v in slot.items()}

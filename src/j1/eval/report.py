@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j1.eval.metrics import MIN_CI_N
+from j1.eval.stats import MIN_CI_N
 from j1.schema import write_text_atomic
 
 
@@ -13,7 +13,7 @@ def _pct(x) -> str:
 
 
 def _ci(ci) -> str:
-    # metrics.json holds null where the items are too few for an interval (j1.eval.metrics.MIN_CI_N)
+    # metrics.json holds null where the items are too few for an interval (j1.eval.stats.MIN_CI_N)
     return f"n < {MIN_CI_N}" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
@@ -78,8 +78,8 @@ def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
         "",
         *[f"> **Warning:** {w}\n" for w in report_warnings(metrics)],
         "All numbers are percentages. accuracy = the benchmark's own scoring; consistent = right in both "
-        "orders; AB/BA = right when the first-stored response is shown first/second; flip = the orders give "
-        "different valid verdicts; invalid = unparseable verdicts (counted wrong, except by a benchmark rule that "
+        "orders; AB/BA = right when the first-stored response is shown first/second; flip = of the pairs valid in both "
+        "orders, those whose verdicts differ (a tie against a pick too); invalid = unparseable verdicts (counted wrong, except by a benchmark rule that "
         f"a warning above names). CIs: 95% bootstrap; none below {MIN_CI_N} items.",
         "",
         "## Overall",

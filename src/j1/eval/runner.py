@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
@@ -30,6 +31,9 @@ from j1.formats import get_format
 from j1.judge import judging
 from j1.runinfo import write_run_json
 from j1.schema import JsonlAppender, write_json_atomic
+
+if TYPE_CHECKING:
+    from j1.eval.spec import EvalSpec
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +143,7 @@ def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
 
     run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
     if run.get("command") == "consistency":  # j1 score also rescores a j1 consistency run
-        from j1.eval.consistency_run import score_consistency
+        from j1.eval.consistency_scoring import score_consistency
 
         return score_consistency(out_dir, n_boot=n_boot)
     cfg = run["config"]
@@ -200,7 +204,54 @@ def judge_run(cfg, out_dir: Path, work: list[Work], total: int, *, command: str,
     return info
 
 
-def run_eval(cfg, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
+def fit_items(items: list[Item], fmt, cfg, backend: Backend,
+              prompts: Callable[[Item], list] | None = None) -> tuple[list[Item], int]:
+    """With ``--truncate left|middle``: each item whose judge prompt cannot fit the judge's context has
+    its responses shortened until it does (``j1.limits``); returns the items and how many were. An item
+    that cannot fit even so stays whole: the backend refuses it and it counts invalid, with the reason."""
+    from j1.backends import ContextTooLong
+    from j1.limits import ContextLimit, PromptFitter
+
+    render = prompts or (lambda it: item_prompts(fmt, it))
+    limit = ContextLimit(backend.context_window(), cfg.max_new_tokens, cfg.truncate)
+    fitter = PromptFitter(
+        limit, lambda it: [with_prefill(m, cfg.assistant_prefill) for _, m in render(it)], backend.count_tokens,
+        backend.token_spans, responses=lambda it: dict(it.responses),
+        rebuild=lambda it, texts: replace(it, responses={**it.responses, **texts}), hint="--truncate left|middle")
+    out, shortened = [], 0
+    for it in items:
+        try:
+            fitted = fitter.fit(it)
+        except ContextTooLong:
+            out.append(it)
+            continue
+        out.append(fitted.task)
+        shortened += fitted.truncated
+    return out, shortened
+
+
+def judge_with_limits(cfg, items: list[Item], fmt, out_dir: Path, total: int, *, command: str, started: float,
+                      counts: dict, backend: Backend | None, open_backend: Callable[[], Backend] | None,
+                      prompts: Callable[[Item], list] | None = None) -> dict:
+    """``plan`` then ``judge_run``, with ``--truncate left|middle`` applied first: the backend is then opened
+    before the plan (shortening counts the judge's tokens) and ``counts`` gains ``truncated``."""
+    own = None
+    if cfg.truncate != "error":
+        if backend is None:
+            backend = own = open_backend() if open_backend is not None else build_backend(cfg)
+        items, counts["truncated"] = fit_items(items, fmt, cfg, backend, prompts)
+    try:
+        work = plan(items, fmt, judged_slots(out_dir), cfg.assistant_prefill, prompts)
+        log.info("%d prompts x %d samples; %d already judged, %d to go", total, cfg.samples, total - len(work),
+                 len(work))
+        return judge_run(cfg, out_dir, work, total, command=command, started=started, counts=counts,
+                         backend=backend, open_backend=open_backend)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 eval`` for an EvalConfig; returns the metrics.
 
     Args:
@@ -222,12 +273,10 @@ def run_eval(cfg, backend: Backend | None = None, *, open_backend: Callable[[], 
     fmt = get_format(cfg.format, cfg.template)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
     prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
-    work = plan(items, fmt, judged_slots(out_dir), cfg.assistant_prefill, prompts)
     total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
-    log.info("%s: %d items, %d prompts x %d samples; %d already judged, %d to go",
-             bench.name, len(items), total, cfg.samples, total - len(work), len(work))
-    judge_run(cfg, out_dir, work, total, command="eval", started=started, counts=dict(items=len(items)),
-              backend=backend, open_backend=open_backend)
+    log.info("%s: %d items", bench.name, len(items))
+    judge_with_limits(cfg, items, fmt, out_dir, total, command="eval", started=started,
+                      counts=dict(items=len(items)), backend=backend, open_backend=open_backend, prompts=prompts)
     metrics = score_run(out_dir, n_boot=cfg.n_boot)
     log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
              metrics["overall"]["accuracy"], metrics["overall"]["consistent_accuracy"],

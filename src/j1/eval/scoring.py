@@ -23,8 +23,8 @@ from pathlib import Path
 from j1.eval import metrics as M
 from j1.eval.items import pair_slot, required_slots
 from j1.formats import JudgeFormat
-from j1.judge import majority, mean_scores, to_sample
-from j1.pairs import ORDERS, compare_scores
+from j1.judge import compare_means, majority, to_sample
+from j1.pairs import ORDERS
 from j1.schema import JudgmentLine, RowError, iter_jsonl
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,8 @@ def pair_outcome(fmt: JudgeFormat, rec: ItemRecord, p: int, k: int) -> M.PairOut
                   for order in ORDERS)
         return M.PairOutcome(label, ab=ab, ba=ba)
     # Pointwise: each response's mean score over its valid samples; the higher mean wins.
-    means = [mean_scores(to_sample(fmt, t, "A") for t in rec.slots[name].texts[:k]) for name in (first, second)]
-    sa, sb = (None if m is None else m["A"] for m in means)
-    return M.PairOutcome(label, verdict=compare_scores(sa, sb).value)
+    _, _, verdict = compare_means(*([to_sample(fmt, t, "A") for t in rec.slots[name].texts[:k]] for name in (first, second)))
+    return M.PairOutcome(label, verdict=verdict.value)
 
 
 def outcomes(fmt: JudgeFormat, records: Sequence[ItemRecord], k: int) -> list[M.ItemOutcome]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from abc import ABC, abstractmethod
 from typing import ClassVar
@@ -13,6 +14,7 @@ from j1.pairs import Parsed
 Messages = list[dict[str, str]]
 
 _CLOSE_TAG = re.compile(r"</[^<>]+>")
+POSITIONS = ("A", "B", "C", "D")  # the letters shown responses go by, first shown first
 
 
 def _nonce(texts: tuple[str, ...], salt: int) -> str:
@@ -44,12 +46,20 @@ def fenced(label: str, text: str, nonce: str) -> str:
 
 
 class JudgeFormat(ABC):
-    """A judge formulation: how to ask (``render``) and how to read the answer (``parse``)."""
+    """A judge formulation: how to ask (``render``), how to read the answer (``parse``), and its shape:
+    how many responses a prompt shows (``arity``), the verdicts it can give (``positions``), the tags
+    around its answer (``answer_tags``) and how to write a valid answer (``write_answer``). Callers
+    use these, never the format's name (issue 44)."""
 
     name: ClassVar[str]
-    pairwise: ClassVar[bool]
-    # Output grammar the prompt asks for; also used by the format warm-up to write targets.
+    # Responses one prompt shows: 1 (pointwise), 2 (a pair) or 4 (the four-way pick).
+    arity: ClassVar[int]
+    # Output grammar the prompt asks for (the wording of the prompt; ``write_answer`` fills it in).
     answer_template: ClassVar[str]
+    # The opening tag that starts the answer grammar and the closing tag that ends it.
+    answer_tags: ClassVar[tuple[str, str]]
+    # Whether the answer names a position as ``[[X]]`` (verdict formats) or only gives scores.
+    names_position: ClassVar[bool]
 
     def __init__(self, template: str = "full") -> None:
         # The wording around the grammar (j1.formats.templates); parse() does not depend on it.
@@ -60,6 +70,51 @@ class JudgeFormat(ABC):
     def task(self) -> str:
         return self.template.tasks[self.name]
 
+    @property
+    def pairwise(self) -> bool:
+        """Whether a prompt shows a pair (judged in both orders, ``j1.pairs``)."""
+        return self.arity == 2
+
+    @property
+    def positions(self) -> tuple[str, ...]:
+        """The letters the shown responses go by (A first): a verdict names one of them.
+
+        >>> from j1.formats import get_format
+        >>> get_format("pos").positions, get_format("pav").positions, get_format("fourway").positions
+        (('A',), ('A', 'B'), ('A', 'B', 'C', 'D'))
+        """
+        return POSITIONS[: self.arity]
+
+    def verdict_token(self, letter: str) -> str | None:
+        """How the answer names ``letter`` (``[[A]]``), None when the format gives scores only.
+
+        >>> from j1.formats import get_format
+        >>> get_format("pavs").verdict_token("B"), get_format("pas").verdict_token("B")
+        ('[[B]]', None)
+        """
+        return f"[[{self._position(letter)}]]" if self.names_position else None
+
+    @abstractmethod
+    def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
+        """A valid answer in this format's grammar (no thought): it names ``winner`` (a shown position)
+        or, without one, a verdict drawn from ``rng``. Scores are drawn from ``rng`` (the winner's
+        higher), or are 10 for the winner and 0 for the rest without one. A format draws from ``rng``
+        the same way whether or not ``winner`` is given, so a seed gives the same draws either way."""
+
+    def _position(self, letter: str | None) -> str | None:
+        if letter is not None and letter not in self.positions:
+            raise ValueError(f"format {self.name!r} shows {self.arity} response(s), as {', '.join(self.positions)}: "
+                             f"{letter!r} is none of them")
+        return letter
+
+    def _pick(self, winner: str | None, rng: random.Random | None) -> str:
+        """``winner``, else a position drawn from ``rng`` (drawn whenever ``rng`` is given)."""
+        drawn = rng.choice(self.positions) if rng is not None else None
+        pick = self._position(winner) or drawn
+        if pick is None:
+            raise ValueError(f"format {self.name!r}: name a winner or pass an rng to draw one")
+        return pick
+
     @abstractmethod
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
         """Chat messages asking the judge about the responses, in the positions given (A shown first)."""
@@ -69,7 +124,7 @@ class JudgeFormat(ABC):
         """Total, strict parse of one completion (positions as shown)."""
 
     def answer_end(self, text: str) -> int | None:
-        """Where a completion's answer ends: the end of the first closing tag at which the text so far
+        r"""Where a completion's answer ends: the end of the first closing tag at which the text so far
         is a complete, valid answer (None if it never is). A judge stops there, as a server stops at a
         stop string: what a model writes after its answer is not part of it.
 
@@ -91,7 +146,8 @@ class JudgeFormat(ABC):
         return "\n\n".join(parts)
 
     def _check_arity(self, response_b: str | None) -> None:
-        if self.pairwise and response_b is None:
+        if self.arity == 2 and response_b is None:
             raise ValueError(f"format {self.name!r} is pairwise: it needs response_b")
-        if not self.pairwise and response_b is not None:
+        if self.arity == 1 and response_b is not None:
             raise ValueError(f"format {self.name!r} is pointwise: it takes one response")
+

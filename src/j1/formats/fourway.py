@@ -2,23 +2,22 @@
 asks generative judges to (allenai/reward-bench, ``run_generative_v2.py``), with j1's strict grammar:
 think, then ``<answer>[[A]]</answer>`` … ``[[D]]``.
 
-j1's verdict vocabulary (``j1.pairs.Verdict``) has two positions, so the pick itself is read with
-``pick``; ``parse`` keeps the shared interface the pointwise way: a valid parse has verdict ``A`` ("a
-valid pick") and one-hot ``scores`` over the four positions, an unparseable one is INVALID.
+Its arity is 4: ``parse`` reads the pick with the shared grammar parser over the letters A to D, so a
+valid parse's verdict is the position picked (``Verdict.A`` … ``Verdict.D``), an unparseable one is
+INVALID. ``pick`` gives the same reading as a ``Pick`` (RewardBench 2's scoring reads that). The J1
+rewards and ``j1 serve`` score pairs and single responses only: they refuse this format
+(``j1.formats.require_arity``).
 """
 
 from __future__ import annotations
 
-import re
+import random
 from dataclasses import dataclass
 
-from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
-from j1.formats.grammar import split_thought, tag_contents
+from j1.formats.base import POSITIONS, JudgeFormat, Messages, fence_nonce, fenced
+from j1.formats.grammar import invalid, parse_answer, split_thought
 from j1.formats.templates import first_words
-from j1.pairs import Parsed, Verdict
-
-POSITIONS = ("A", "B", "C", "D")
-_TOKEN = re.compile(r"^\s*\[\[\s*([ABCD])\s*\]\]\s*$", re.IGNORECASE)
+from j1.pairs import Parsed
 
 # Our own wording, per template (the output grammar is the same in all of them).
 _INTRO = {"full": "A user sent the request below; four assistants replied.",
@@ -55,31 +54,18 @@ def pick(text: str) -> Pick:
     >>> pick("[[A]]").choice
     'invalid'
     """
-    thought, tail, err = split_thought(text)
-    if err:
-        return Pick("invalid", thought, err)
-    contents, err = tag_contents(tail, "answer")
-    if err:
-        return Pick("invalid", thought, err)
-    if not contents:
-        return Pick("invalid", thought, "no <answer> tag")
-    choices = set()
-    for content in contents:
-        m = _TOKEN.match(content)
-        if not m:
-            return Pick("invalid", thought, f"answer is not [[A]], [[B]], [[C]] or [[D]]: {content.strip()[:40]!r}")
-        choices.add(m.group(1).upper())
-    if len(choices) > 1:
-        return Pick("invalid", thought, "answer tags disagree")
-    return Pick(choices.pop(), thought)
+    parsed = _FOURWAY.parse(text)
+    return Pick(parsed.verdict.value, parsed.thought, parsed.error)
 
 
 class FourWay(JudgeFormat):
     """``fourway``: four responses, think, then the best one as ``<answer>[[A]]</answer>`` … ``[[D]]``."""
 
     name = "fourway"
-    pairwise = True  # it compares responses shown together (not one alone)
+    arity = 4
     answer_template = "<answer>[[{verdict}]]</answer>"
+    answer_tags = ("<answer>", "</answer>")
+    names_position = True
 
     @property
     def task(self) -> str:
@@ -101,8 +87,27 @@ class FourWay(JudgeFormat):
             parts.append(fenced("starts", quote, nonce))
         return [{"role": "system", "content": self.template.system}, {"role": "user", "content": "\n\n".join(parts)}]
 
+    def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
+        """The pick ``winner``, or one drawn from ``rng``.
+
+        >>> FourWay().write_answer("D")
+        '<answer>[[D]]</answer>'
+        """
+        return self.answer_template.format(verdict=self._pick(winner, rng))
+
     def parse(self, text: str) -> Parsed:
-        p = pick(text)
-        if not p.valid:
-            return Parsed(Verdict.INVALID, None, p.thought, p.error)
-        return Parsed(Verdict.A, {q: float(q == p.choice) for q in POSITIONS}, p.thought)
+        """The pick, A to D: the shared grammar with four letters (``[[D]]`` is ``Verdict.D``).
+
+        >>> FourWay().parse("<think>x</think><answer>[[D]]</answer>").verdict
+        <Verdict.D: 'D'>
+        """
+        thought, tail, err = split_thought(text)
+        if err:
+            return invalid(err, thought)
+        verdict, err = parse_answer(tail, self.positions)
+        if err:
+            return invalid(err, thought)
+        return Parsed(verdict, None, thought)
+
+
+_FOURWAY = FourWay()

@@ -76,17 +76,32 @@ def tag_contents(tail: str, name: str) -> tuple[list[str], str | None]:
     return contents, None
 
 
-_VERDICT_TOKEN = re.compile(r"^\s*\[\[\s*([AB])\s*\]\]\s*$", re.IGNORECASE)
+_TOKENS: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
-def parse_answer(tail: str) -> tuple[Verdict, str | None]:
-    """The verdict in ``<answer>[[A]]</answer>``; (INVALID, reason) when absent, malformed or contradictory.
+def choices_text(options: list[str]) -> str:
+    """``'x, y or z'``: how an error lists what was allowed.
+
+    >>> choices_text(["[[A]]", "[[B]]"]), choices_text(["[[A]]", "[[B]]", "[[C]]"])
+    ('[[A]] or [[B]]', '[[A]], [[B]] or [[C]]')
+    """
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
+
+
+def parse_answer(tail: str, positions: tuple[str, ...] = ("A", "B")) -> tuple[Verdict, str | None]:
+    """The verdict in ``<answer>[[A]]</answer>``, one of ``positions`` (the letters a format shows,
+    ``JudgeFormat.positions``); (INVALID, reason) when absent, malformed or contradictory.
 
     >>> parse_answer("<answer>[[b]]</answer>")
     (<Verdict.B: 'B'>, None)
     >>> parse_answer("[[A]]")[0]
     <Verdict.INVALID: 'invalid'>
+    >>> parse_answer("<answer>[[D]]</answer>"), parse_answer("<answer>[[D]]</answer>", tuple("ABCD"))
+    ((<Verdict.INVALID: 'invalid'>, "answer is not [[A]] or [[B]]: '[[D]]'"), (<Verdict.D: 'D'>, None))
     """
+    if positions not in _TOKENS:
+        _TOKENS[positions] = re.compile(rf"^\s*\[\[\s*([{''.join(positions)}])\s*\]\]\s*$", re.IGNORECASE)
+    token = _TOKENS[positions]
     contents, err = tag_contents(tail, "answer")
     if err:
         return Verdict.INVALID, err
@@ -94,9 +109,10 @@ def parse_answer(tail: str) -> tuple[Verdict, str | None]:
         return Verdict.INVALID, "no <answer> tag"
     verdicts = set()
     for content in contents:
-        m = _VERDICT_TOKEN.match(content)
+        m = token.match(content)
         if not m:
-            return Verdict.INVALID, f"answer is not [[A]] or [[B]]: {content.strip()[:40]!r}"
+            allowed = choices_text([f"[[{p}]]" for p in positions])
+            return Verdict.INVALID, f"answer is not {allowed}: {content.strip()[:40]!r}"
         verdicts.add(Verdict(m.group(1).upper()))
     if len(verdicts) > 1:
         return Verdict.INVALID, "answer tags disagree"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
 from j1.formats.grammar import invalid, parse_answer, parse_score, split_thought
 from j1.pairs import Parsed, compare_scores
 
 
 class _Pairwise(JudgeFormat):
-    pairwise = True
+    arity = 2
 
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
         self._check_arity(response_b)
@@ -17,6 +19,19 @@ class _Pairwise(JudgeFormat):
                   fenced("response_B", response_b, nonce)]
         user = self._user(self.template.pair_intro, fences, prompt, [response_a, response_b], nonce)
         return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
+
+    def _drawn_scores(self, winner: str | None, rng: random.Random | None) -> tuple[int, int]:
+        """``(score_A, score_B)``: distinct scores drawn from ``rng`` (a well-defined winner), ordered so
+        that ``winner`` (if named) scores higher; without ``rng``, 10 for the winner and 0 for the other."""
+        winner = self._position(winner)
+        if rng is None:
+            if winner is None:
+                raise ValueError(f"format {self.name!r}: name a winner or pass an rng to draw the scores")
+            return (10, 0) if winner == "A" else (0, 10)
+        a, b = rng.sample(range(11), 2)
+        if winner is not None and (a > b) != (winner == "A"):
+            a, b = b, a
+        return a, b
 
     @staticmethod
     def _scores(tail: str, thought: str | None) -> tuple[dict[str, float] | None, Parsed | None]:
@@ -34,12 +49,22 @@ class PairwiseVerdict(_Pairwise):
 
     name = "pav"
     answer_template = "<answer>[[{verdict}]]</answer>"
+    answer_tags = ("<answer>", "</answer>")
+    names_position = True
+
+    def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
+        """The verdict ``winner``, or one drawn from ``rng``.
+
+        >>> PairwiseVerdict().write_answer("B")
+        '<answer>[[B]]</answer>'
+        """
+        return self.answer_template.format(verdict=self._pick(winner, rng))
 
     def parse(self, text: str) -> Parsed:
         thought, tail, err = split_thought(text)
         if err:
             return invalid(err, thought)
-        verdict, err = parse_answer(tail)
+        verdict, err = parse_answer(tail, self.positions)
         if err:
             return invalid(err, thought)
         return Parsed(verdict, None, thought)
@@ -50,6 +75,17 @@ class PairwiseScores(_Pairwise):
 
     name = "pas"
     answer_template = "<score_A>{score_a}</score_A> <score_B>{score_b}</score_B>"
+    answer_tags = ("<score_A>", "</score_B>")
+    names_position = False
+
+    def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
+        """Two scores, the winner's higher (see ``_drawn_scores``).
+
+        >>> PairwiseScores().write_answer("B")
+        '<score_A>0</score_A> <score_B>10</score_B>'
+        """
+        a, b = self._drawn_scores(winner, rng)
+        return self.answer_template.format(score_a=a, score_b=b)
 
     def parse(self, text: str) -> Parsed:
         thought, tail, err = split_thought(text)
@@ -67,6 +103,17 @@ class PairwiseScoresVerdict(_Pairwise):
 
     name = "pavs"
     answer_template = "<score_A>{score_a}</score_A> <score_B>{score_b}</score_B> <answer>[[{verdict}]]</answer>"
+    answer_tags = ("<score_A>", "</answer>")
+    names_position = True
+
+    def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
+        """Two scores and the verdict they give, the winner's score higher.
+
+        >>> PairwiseScoresVerdict().write_answer("A")
+        '<score_A>10</score_A> <score_B>0</score_B> <answer>[[A]]</answer>'
+        """
+        a, b = self._drawn_scores(winner, rng)
+        return self.answer_template.format(score_a=a, score_b=b, verdict="A" if a > b else "B")
 
     def parse(self, text: str) -> Parsed:
         thought, tail, err = split_thought(text)
@@ -75,7 +122,7 @@ class PairwiseScoresVerdict(_Pairwise):
         scores, bad = self._scores(tail, thought)
         if bad:
             return bad
-        verdict, err = parse_answer(tail)
+        verdict, err = parse_answer(tail, self.positions)
         if err:
             return invalid(err, thought)
         return Parsed(verdict, scores, thought)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
 from j1.formats.grammar import invalid, parse_score, split_thought
 from j1.pairs import Parsed, Verdict
@@ -12,8 +14,20 @@ class PointwiseScore(JudgeFormat):
     ``scores == {"A": score}``; pairs become two pointwise judgments compared afterwards."""
 
     name = "pos"
-    pairwise = False
+    arity = 1
     answer_template = "<score>{score}</score>"
+    answer_tags = ("<score>", "</score>")
+    names_position = False
+
+    def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
+        """A score drawn from ``rng`` (0 to 10), or the top score without one; ``winner`` can only be
+        ``A``, the response shown.
+
+        >>> PointwiseScore().write_answer("A")
+        '<score>10</score>'
+        """
+        self._position(winner)
+        return self.answer_template.format(score=rng.randint(0, 10) if rng is not None else 10)
 
     def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
         self._check_arity(response_b)

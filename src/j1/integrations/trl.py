@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from j1.rewards.trl_funcs import completion_text
-from j1.serve.protocol import Rewards, pairwise_rewards, pointwise_rewards
+from j1.serve.protocol import Rewards, pairwise_rewards, pointwise_rewards, served_format
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,12 @@ class JudgeReward:
             from j1.api import load_judge
 
             judge = load_judge(self.judge, base_url=self.base_url, api_key=self.api_key, **self.overrides)
-            if judge.format.pairwise == self.pointwise:
+            try:
+                served_format(judge.format.name)  # a four-way judge has no reward to give
+            except ValueError:
+                judge.close()
+                raise
+            if (judge.format.arity == 1) != self.pointwise:
                 judge.close()
                 raise ValueError(f"JudgeReward(mode={self.mode!r}) with a {judge.format.name!r} judge: "
                                  + ("pass format='pos'" if self.pointwise else "use mode='pointwise'"))
@@ -188,9 +193,10 @@ class JudgeReward:
     def _from_server(self, prompts: list[str], responses: list[str], references: list[str] | None) -> Rewards:
         if not self._checked:  # the server's judge decides pairwise or pointwise: it must match the mode
             fmt = self._request("GET", "/v1/models")["data"][0]["judge"]["format"]
-            if (fmt == "pos") != self.pointwise:
+            pointwise = served_format(fmt).arity == 1
+            if pointwise != self.pointwise:
                 raise ValueError(f"the j1 serve at {self.serve_url} judges with format {fmt!r}; "
-                                 f"use mode={'pointwise' if fmt == 'pos' else 'pairwise'!r}")
+                                 f"use mode={'pointwise' if pointwise else 'pairwise'!r}")
             self._checked = True
         body = {"query": [p + r for p, r in zip(prompts, responses, strict=True)], "prompts": prompts,
                 "labels": references}

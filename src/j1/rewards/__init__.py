@@ -9,6 +9,7 @@ from j1.rewards.core import (
     check_rollout,
     format_reward,
     judge_rollout,
+    reward_format,
     score_rollouts,
 )
 from j1.rewards.metrics import batch_metrics
@@ -30,5 +31,6 @@ __all__ = [
     "format_reward",
     "judge_rollout",
     "make_reward_funcs",
+    "reward_format",
     "score_rollouts",
 ]

@@ -28,10 +28,26 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from j1.formats import Verdict, get_format
-from j1.pairs import LABELS, orient, other, slots
+from j1.formats import JudgeFormat, Verdict, get_format, require_arity
+from j1.pairs import LABELS, compare_scores, orient, other, slots
 
 CONSISTENCY_MODES = ("expected", "index")
+# The rewards score a response alone (pointwise) or a pair in both orders; a four-way pick has neither
+# a pair's label nor a partner order, so its formats are refused (issue 44).
+REWARD_ARITIES = (1, 2)
+
+
+def reward_format(name: str) -> JudgeFormat:
+    """The format ``name`` if the J1 rewards can score it; ValueError in one line otherwise.
+
+    >>> reward_format("pas").arity
+    2
+    >>> reward_format("fourway")
+    Traceback (most recent call last):
+    ...
+    ValueError: format 'fourway' shows 4 responses per prompt; the J1 rewards can score only formats that show 1 or 2 (pas, pav, pavs or pos)
+    """
+    return require_arity(name, REWARD_ARITIES, "the J1 rewards")
 
 
 @dataclass(frozen=True)
@@ -63,18 +79,20 @@ class RewardParts:
 
 
 def default_consistency_weight(fmt: str) -> float:
-    """The consistency weight when none is given: 1 for pav/pavs, 0 for pas (its J1 reward is the score
-    comparison alone) and pos (no consistency component). ``j1 reward`` and verl's reward use it.
+    """The consistency weight when none is given: 1 for a pair format whose answer names the verdict
+    (pav, pavs), 0 for pas (scores only: its J1 reward is the score comparison alone) and pos (no
+    consistency component). ``j1 reward`` and verl's reward use it.
 
     >>> default_consistency_weight("pavs"), default_consistency_weight("pas")
     (1.0, 0.0)
     """
-    return 1.0 if fmt in ("pav", "pavs") else 0.0
+    shape = reward_format(fmt)
+    return 1.0 if shape.pairwise and shape.names_position else 0.0
 
 
 def check_rollout(r: Rollout) -> None:
     """Raise ValueError naming the field when a rollout cannot be rewarded."""
-    fmt = get_format(r.format)
+    fmt = reward_format(r.format)
     allowed = slots(fmt.pairwise)
     if r.order not in allowed:
         raise ValueError(f"order {r.order!r} is not valid for format {r.format!r}; use one of {allowed}")
@@ -83,8 +101,9 @@ def check_rollout(r: Rollout) -> None:
 
 
 def judge_rollout(r: Rollout) -> Judged:
-    """Parse ``r.completion`` with its format and map the result to original naming."""
-    fmt = get_format(r.format)
+    """Parse ``r.completion`` with its format and map the result to original naming (ValueError for a
+    format the rewards cannot score)."""
+    fmt = reward_format(r.format)
     parsed = fmt.parse(r.completion)
     if fmt.pairwise:
         verdict, _ = orient(parsed, r.order)
@@ -134,13 +153,13 @@ def score_rollouts(
     rank_in_group: dict[int, int] = {i: k for idxs in groups.values() for k, i in enumerate(idxs)}
 
     for i, (r, j) in enumerate(zip(rollouts, judged, strict=True)):
-        if get_format(r.format).pairwise:
+        if reward_format(r.format).pairwise:
             correct[i] = 1.0 if j.verdict.value == r.label else 0.0
 
     for i, (r, j) in enumerate(zip(rollouts, judged, strict=True)):
         partner = groups.get((r.format, r.pair_id, other(r.order)), [])
         k = rank_in_group[i]
-        if get_format(r.format).pairwise:
+        if reward_format(r.format).pairwise:
             if not partner:
                 continue  # partner order missing: consistency undefined (None)
             if consistency == "expected":
@@ -169,10 +188,9 @@ def _pointwise_rank(r: Rollout, j: Judged, others: list[Judged], k: int, mode: s
         if k >= len(others) or others[k].score is None:
             return 0.0
         other = others[k].score
-    mine_better = r.order == r.label
-    if mine_better:
-        return 1.0 if j.score > other else 0.0
-    return 1.0 if j.score < other else 0.0
+    # This slot's score against the other response's (mean): right when it names the better one (strict).
+    wanted = Verdict.A if r.order == r.label else Verdict.B
+    return 1.0 if compare_scores(j.score, other) is wanted else 0.0
 
 
 def shown_positions(rollouts: Sequence[Rollout], judged: Sequence[Judged] | None = None) -> list[float]:

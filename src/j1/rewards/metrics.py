@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from j1.formats import Verdict, get_format
-from j1.pairs import ORDERS, Order, other
+from j1.pairs import ORDERS, Order, flip_rate, flipped, other
 from j1.rewards.core import Judged, RewardParts, Rollout
 
 
@@ -19,8 +19,8 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
     """Metrics of one batch; a metric with nothing to count is left out (never reported as 0).
 
     Keys: ``acc/AB``, ``acc/BA`` (pairwise: mean correctness of the rollouts shown in that order),
-    ``acc/pos`` (pointwise ranking reward), ``invalid_rate``, ``flip_rate`` (rollout k of AB and
-    rollout k of BA, both valid, naming different original responses), ``shown_A_share`` (share of
+    ``acc/pos`` (pointwise ranking reward), ``invalid_rate``, ``flip_rate`` (``j1.pairs.flipped``
+    over rollout k of AB and rollout k of BA: of those both valid, the share whose verdicts differ), ``shown_A_share`` (share of
     valid pairwise verdicts naming the FIRST shown response: 0.5 is unbiased), ``thought_words``,
     ``missing_partner`` (share of rollouts whose pair's other order/slot is not in the batch).
 
@@ -48,7 +48,7 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
             shown_a.append(1.0 if j.shown_verdict is Verdict.A else 0.0)
         if j.thought is not None:
             thoughts.append(float(len(j.thought.split())))
-    flips: list[float] = []
+    flips: list[bool | None] = []
     missing = 0
     for (fmt, pid, order), idxs in groups.items():
         partner = groups.get((fmt, pid, other(order)))
@@ -58,9 +58,7 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
         if order != Order.AB:
             continue
         for a, b in zip(idxs, partner, strict=False):  # index-paired; extra rollouts of one order are not paired
-            va, vb = judged[a].verdict, judged[b].verdict
-            if va in (Verdict.A, Verdict.B) and vb in (Verdict.A, Verdict.B):
-                flips.append(1.0 if va != vb else 0.0)
+            flips.append(flipped(judged[a].verdict, judged[b].verdict))
     out = {
         "invalid_rate": sum(j.verdict is Verdict.INVALID for j in judged) / len(judged),
         "missing_partner": missing / len(rollouts),
@@ -68,11 +66,13 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
     for key, xs in (
         *((f"acc/{o}", by_order.get(o, [])) for o in ORDERS),
         ("acc/pos", by_order.get("pos", [])),
-        ("flip_rate", flips),
         ("shown_A_share", shown_a),
         ("thought_words", thoughts),
     ):
         m = _mean(xs)
         if m is not None:
             out[key] = m
+    flip = flip_rate(flips)
+    if flip is not None:
+        out["flip_rate"] = flip
     return out

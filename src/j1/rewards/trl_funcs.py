@@ -22,8 +22,10 @@ from j1.rewards.core import (
     Judged,
     RewardParts,
     Rollout,
+    default_consistency_weight,
     format_reward,
     judge_rollout,
+    reward_format,
     score_rollouts,
     shown_positions,
 )
@@ -101,6 +103,7 @@ class BatchScorer:
     def __init__(self, default_format: str = "pav", consistency: str = "expected"):
         if consistency not in CONSISTENCY_MODES:
             raise ValueError(f"consistency {consistency!r}: choose one of {CONSISTENCY_MODES}")
+        reward_format(default_format)  # refused here, before training starts, not at the first batch
         self.default_format = default_format
         self.consistency = consistency
         self._key: tuple | None = None
@@ -180,7 +183,7 @@ def make_reward_funcs(
     """
     default_format = "pas" if formulation == "multitask" else formulation
     if w_consistency is None:
-        w_consistency = 1.0 if formulation in ("pav", "pavs") else 0.0
+        w_consistency = default_consistency_weight(default_format)
     scorer = BatchScorer(default_format, consistency)  # one parse per batch for every component
     funcs: list[_J1Reward] = [CorrectnessReward(scorer=scorer)]
     weights = [float(w_correct)]

@@ -37,9 +37,9 @@ from starlette.requests import ClientDisconnect
 from j1.api import Judge
 from j1.backends import BackendError, ContextTooLong
 from j1.judge import to_json
+from j1.limits import ContextLimit, Fitted, PromptFitter
 from j1.serve import protocol
 from j1.serve.batcher import Batcher, Closed, QueueFull
-from j1.serve.limits import ContextLimit, Fitted, PromptFitter
 from j1.serve.metrics import CONTENT_TYPE, MetricsMiddleware, ServeMetrics
 from j1.serve.tasks import Task, judge_prompts, run_tasks
 
@@ -124,7 +124,9 @@ def context_limit(judge: Judge, settings: ServerSettings) -> ContextLimit:
 
 
 def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> FastAPI:
-    """The app serving ``judge``; the caller owns the judge (and closes it after the server stops)."""
+    """The app serving ``judge``; the caller owns the judge (and closes it after the server stops).
+    ValueError for a judge whose format no request fits (``protocol.served_format``)."""
+    protocol.served_format(judge.format.name)
     limit = context_limit(judge, settings)
     fitter = PromptFitter(limit, partial(judge_prompts, judge), judge.backend.count_tokens,
                           judge.backend.token_spans)

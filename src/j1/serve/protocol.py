@@ -20,8 +20,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from j1.formats import JudgeFormat, require_arity
 from j1.judge import Judgment
-from j1.pairs import Verdict, flipped
+from j1.pairs import Verdict, flip_rate, flipped
+
+# A request holds one response (rated alone) or two (a pair, judged in both orders); a four-way
+# format has no request to answer, so it is refused when the server starts (issue 44).
+SERVED_ARITIES = (1, 2)
+
+
+def served_format(name: str) -> JudgeFormat:
+    """The format ``name`` if ``j1 serve`` can judge requests in it; ValueError in one line otherwise.
+
+    >>> served_format("pos").name
+    'pos'
+    """
+    return require_arity(name, SERVED_ARITIES, "j1 serve")
+
 
 # The fields each endpoint takes; anything else is refused by name.
 REWARD_FIELDS = ("query", "prompts", "labels")
@@ -233,8 +248,8 @@ def pointwise_reward(score: float | None) -> float:
 @dataclass(frozen=True)
 class Rewards:
     """One reward per item and the batch's logs: ``invalid_rate`` (share of judge samples without a
-    valid answer), ``flip_rate`` (pairwise: share of items whose two orders gave different valid
-    verdicts) and ``n`` (items)."""
+    valid answer), ``flip_rate`` (pairwise: ``j1.pairs.flip_rate``, the share of the items valid in
+    both orders whose orders disagree; 0.0 when none is) and ``n`` (items)."""
 
     rewards: list[float]
     logs: dict[str, float]
@@ -256,16 +271,17 @@ def pairwise_rewards(judgments: Sequence[Judgment]) -> Rewards:
     """
     if not judgments:
         raise ValueError("no judgments to reward")
-    rewards, invalid, total, flips = [], 0, 0, 0
+    rewards, invalid, total, flips = [], 0, 0, []
     for j in judgments:
         verdicts = [s.verdict for o in j.orders for s in o.samples]
         rewards.append(pairwise_reward(verdicts))
         invalid += sum(Verdict(v) is Verdict.INVALID for v in verdicts)
         total += len(verdicts)
         ab, ba = (o.verdict for o in j.orders)
-        flips += flipped(ab, ba)
+        flips.append(flipped(ab, ba))
     n = len(judgments)
-    return Rewards(rewards, {"invalid_rate": invalid / total, "flip_rate": flips / n, "n": n})
+    flip = flip_rate(flips)  # logs are numbers only (OpenRLHF): 0.0 when no item was valid in both orders
+    return Rewards(rewards, {"invalid_rate": invalid / total, "flip_rate": 0.0 if flip is None else flip, "n": n})
 
 
 def pointwise_rewards(results: Sequence[dict]) -> Rewards:

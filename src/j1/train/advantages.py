@@ -150,20 +150,3 @@ def position_balance_advantages(positions: torch.Tensor, strength: float) -> tor
     others = named.sum() - named  # how many other rollouts name a position
     others_mean = torch.where(others > 0, (positions.sum() - positions) / others.clamp(min=1), 0.0)
     return torch.where(named > 0, -strength * others_mean * positions, 0.0)
-
-
-def stop_advantages(advantages: torch.Tensor, stops: list[int | None], width: int, penalty: float) -> torch.Tensor:
-    """Per-token advantages, shape (rows, width): each row's own advantage on every token, except the
-    token at ``stops[i]`` (the first token after the answer's closing tag, when it is not the EOS),
-    which gets ``-penalty``; ``None`` leaves the row as it was. TRL's loss takes (B, T) advantages.
-    Why: with ``loss_span answer`` the EOS after the answer is trained only when it is sampled; once it
-    is not, nothing holds the text after the answer, and it can grow into a second answer block that
-    makes the verdict invalid. Pushing down whatever replaced the stop there is the policy-gradient way
-    to bring the stop back: that token is an action with reward ``-penalty``, whatever the verdict earned."""
-    if len(stops) != advantages.shape[0]:
-        raise ValueError(f"{len(stops)} stop positions for {advantages.shape[0]} rows")
-    out = advantages.reshape(-1, 1).expand(-1, width).clone()
-    for i, col in enumerate(stops):
-        if col is not None:
-            out[i, col] = -penalty
-    return out

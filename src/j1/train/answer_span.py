@@ -9,40 +9,11 @@ being causal). The loss-only mask is TRL's ``tool_mask``.
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
 import torch
-
-_CLOSING = re.compile(r"</[^<>]+>\s*$")  # the last tag of the grammar, a closing one
-_OPENING = re.compile(r"^\s*<[^<>/]+>")  # the first, an opening one
-
-
-def answer_close(answer_template: str) -> str:
-    """The closing tag that ends a format's answer grammar (its ``answer_template``).
-
-    >>> answer_close("<score_A>{score_a}</score_A> <score_B>{score_b}</score_B>")
-    '</score_B>'
-    """
-    return _tag(answer_template, _CLOSING, "end with a closing tag")
-
-
-def answer_open(answer_template: str) -> str:
-    """The opening tag that starts a format's answer grammar.
-
-    >>> answer_open("<score_A>{score_a}</score_A> <score_B>{score_b}</score_B>")
-    '<score_A>'
-    """
-    return _tag(answer_template, _OPENING, "start with an opening tag")
-
-
-def _tag(answer_template: str, pattern: re.Pattern[str], where: str) -> str:
-    m = pattern.search(answer_template)
-    if m is None:
-        raise ValueError(f"answer template {answer_template!r} does not {where}")
-    return m.group().strip()
 
 
 def answer_start(token_texts: list[str], opener: str, end: int) -> int | None:
@@ -80,8 +51,8 @@ def answer_end(token_texts: list[str], marker: str) -> int | None:
 
 
 def answer_markers(formulation: str, *, opening: bool = False) -> dict[str, str]:
-    """Judge format name -> the closing tag of its answer (``opening``: the opening tag), for every
-    format ``formulation`` trains.
+    """Judge format name -> the closing tag of its answer (``opening``: the opening tag), as the format
+    declares them (``JudgeFormat.answer_tags``), for every format ``formulation`` trains.
 
     >>> answer_markers("multitask")
     {'pas': '</score_B>', 'pos': '</score>'}
@@ -91,8 +62,7 @@ def answer_markers(formulation: str, *, opening: bool = False) -> dict[str, str]
     from j1.formats import get_format
     from j1.train.data import formulation_formats
 
-    tag = answer_open if opening else answer_close
-    return {n: tag(get_format(n).answer_template) for n in formulation_formats(formulation)}
+    return {n: get_format(n).answer_tags[0 if opening else 1] for n in formulation_formats(formulation)}
 
 
 @dataclass(frozen=True)
@@ -103,15 +73,12 @@ class SpanMasks:
         completion_mask: ``(B, T)``; the tokens after each answer are zeroed.
         loss_mask: ``(B, T)`` loss-only mask (TRL's ``tool_mask``) with the thought zeroed, or None
             when the thought is trained.
-        stops: per row, the column of the token that replaced the stop (kept in the loss, to be
-            pushed down by ``stop_advantages``), or None.
         after: per row, how many tokens were written after the answer.
         before: per row, how many tokens came before the answer (None when the thought is trained).
     """
 
     completion_mask: torch.Tensor
     loss_mask: torch.Tensor | None
-    stops: list[int | None]
     after: list[int]
     before: list[int] | None
 
@@ -119,7 +86,7 @@ class SpanMasks:
 def mask_outside_answer(
     ids: torch.Tensor, mask: torch.Tensor, formats: Sequence[str], decode: Callable[[int], str], *,
     closers: dict[str, str], openers: dict[str, str] | None = None, eos_id: int | None = None,
-    stop_advantage: bool = False, loss_mask: torch.Tensor | None = None,
+    loss_mask: torch.Tensor | None = None,
 ) -> SpanMasks:
     """Mask what lies outside each completion's answer.
 
@@ -132,8 +99,6 @@ def mask_outside_answer(
             right after the closing tag stays in, as part of the answer (left out, nothing trains
             the stop and it drifts away). None trains the thought.
         eos_id: the EOS token id.
-        stop_advantage: keep the first token after the closing tag when it is not the EOS (its
-            column is returned in ``stops``).
         loss_mask: TRL's ``tool_mask`` if it already has one.
 
     A completion with no closed answer keeps every token: it is invalid, and its negative advantage
@@ -141,7 +106,6 @@ def mask_outside_answer(
     """
     mask = mask.clone()
     loss = (loss_mask.clone() if loss_mask is not None else torch.ones_like(mask)) if openers else None
-    stops: list[int | None] = []
     after: list[int] = []
     before: list[int] = []
     for i, fmt in enumerate(formats):
@@ -150,14 +114,12 @@ def mask_outside_answer(
         end = answer_end(pieces, closers[fmt])
         if openers and end is not None and end < n and ids[i, end] == eos_id:
             end += 1
-        stop = end if stop_advantage and end is not None and end < n and ids[i, end] != eos_id else None
-        stops.append(stop)
         after.append(0 if end is None else n - end)
         if end is not None and end < n:
-            mask[i, end + (stop is not None):n] = 0
+            mask[i, end:n] = 0
         if openers and end is not None:
             start = answer_start(pieces, openers[fmt], end)
             if start:
                 loss[i, :start] = 0
             before.append(start or 0)
-    return SpanMasks(mask, loss, stops, after, before if openers else None)
+    return SpanMasks(mask, loss, after, before if openers else None)

@@ -41,13 +41,12 @@ class Pair:
 def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
     """Read pairs from a ``j1 synth mix`` file (rows with ``order``, read and validated by
     ``j1.schema.read_train_rows``) or a chosen/rejected pair file (``j1.schema.read_pairs``;
-    placed in AB with ``j1.data.mix.both_orders``, the same seeded coin the mix uses).
+    placed in AB with ``j1.schema.both_orders``, the same seeded coin the mix uses).
 
     Raises:
         RowError: a malformed row, naming ``path:line`` and the field; a pair with one order only.
     """
-    from j1.data.mix import both_orders
-    from j1.schema import read_train_rows
+    from j1.schema import both_orders, read_train_rows
 
     first = next((obj for _, obj in iter_jsonl(path)), None)
     if first is None:

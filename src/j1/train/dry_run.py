@@ -24,6 +24,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trl import GRPOConfig, ModelConfig
+
+    from j1.train.spec import TrainSpec
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +183,7 @@ class StepGeometry:
                              f"num_generations {self.num_generations}")
 
 
-def dry_run(j1cfg, grpo, model_args) -> dict:
+def dry_run(j1cfg: TrainSpec, grpo: GRPOConfig, model_args: ModelConfig) -> dict:
     """Check a parsed ``j1 train`` recipe without a model or a GPU; the report as a dict.
 
     Raises:

@@ -11,6 +11,12 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trl import GRPOConfig, ModelConfig
+
+    from j1.train.spec import TrainSpec
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +115,11 @@ def init_lora(model, name: str, base_path: str) -> None:
     log.info("LoRA initialised from %s (%d tensors)", weights, len(state))
 
 
-def build_trainer(j1cfg, grpo_args, model_args, *, callbacks=()):
+def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig, *, callbacks=()):
     """A J1GRPOTrainer from the three parsed configs of ``j1 train``.
 
     Args:
-        j1cfg: ``j1.cli.configs.TrainConfig`` (formulation, rewards, data, the J1 options).
+        j1cfg: ``j1.train.spec.TrainSpec`` (formulation, rewards, data, the J1 options).
         grpo_args: ``trl.GRPOConfig``; its ``reward_weights`` are set from the J1 section.
         model_args: ``trl.ModelConfig``; ``model_name_or_path`` None means the embedded model,
             ``use_peft`` trains a LoRA adapter.
@@ -190,7 +196,7 @@ def emulated_bf16_warning(bf16: bool, on_cpu: bool, cpu_native: bool) -> str | N
             "emulated, several times slower than fp32; use --bf16 false here")
 
 
-def run_train(j1cfg, grpo_args, model_args) -> dict:
+def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) -> dict:
     """Train, save the judge to OUTPUT_DIR/final (a LoRA adapter or a full model, with its manifest
     ``judge.json``) and write OUTPUT_DIR/run.json; returns run.json's content."""
     import torch

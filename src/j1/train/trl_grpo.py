@@ -29,7 +29,7 @@ from trl.trainer.utils import nanstd
 from j1.chat import prefill, render
 from j1.rewards.trl_funcs import BatchScorer, ScoredBatch
 from j1.schema import JsonlAppender
-from j1.train.advantages import position_balance_advantages, stop_advantages, verdict_advantages
+from j1.train.advantages import position_balance_advantages, verdict_advantages
 from j1.train.answer_span import answer_markers, mask_outside_answer
 from j1.train.callbacks import reopen_for_resume
 from j1.train.options import J1Options
@@ -70,7 +70,7 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
     """GRPOTrainer with pair-keeping batches and the J1 advantages; see the module docstring.
 
     Extra arguments: ``options`` (``J1Options``: advantage groups, loss span, invalid advantage,
-    position balance, stop advantage, shared prompts) and ``reward_trace_dir`` (a folder: write
+    position balance, shared prompts) and ``reward_trace_dir`` (a folder: write
     the (pair, order, format) rows of every reward call per process to ``reward_trace-RANK.jsonl``).
     """
 
@@ -89,8 +89,9 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
         if self._scorer is None and (self.options.needs_parse or reward_trace_dir):
             raise ValueError("the J1 advantages need the J1 reward functions (j1.rewards.make_reward_funcs)")
         formulation = self.options.formulation
-        self._closers = answer_markers(formulation) if self.options.loss_span != "all" else None
-        self._openers = answer_markers(formulation, opening=True) if self.options.loss_span == "answer" else None
+        answer_only = self.options.loss_span == "answer"
+        self._closers = answer_markers(formulation) if answer_only else None
+        self._openers = answer_markers(formulation, opening=True) if answer_only else None
 
     def _get_train_sampler(self, dataset=None):
         dataset = self.train_dataset if dataset is None else dataset
@@ -122,9 +123,10 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
 
     def _j1_step(self, inputs: list[dict], output: dict) -> None:
         """The one J1 advantage step, in place on TRL's ``output``: the loss span, then the advantages
-        (pair or couple groups, the position restoring force, the stop advantage)."""
+        (pair or couple groups, the position restoring force)."""
         metrics = self._metrics["train"]
-        stops = self._mask_outside_answer(inputs, output) if self._closers else None
+        if self._closers:
+            self._mask_outside_answer(inputs, output)
         batch = self._scorer.last if self._scorer is not None else None
         if batch is not None:
             _check_batch(batch, inputs)
@@ -155,25 +157,20 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
             named = positions[positions != 0]
             # Mean position of the batch's verdicts: +1 all first-shown, -1 all second-shown.
             metrics["j1/position_imbalance"].append(named.mean().item() if len(named) else 0.0)
-        if stops is not None and self.options.stop_advantage is not None:
-            output["advantages"] = stop_advantages(output["advantages"], stops, output["completion_ids"].shape[1],
-                                                   self.options.stop_advantage)
-            metrics["j1/stop_penalised"].append(sum(c is not None for c in stops) / max(len(stops), 1))
 
-    def _mask_outside_answer(self, inputs: list[dict], output: dict) -> list[int | None]:
-        """Apply the loss span to TRL's masks in place; returns the stop columns (``SpanMasks.stops``)."""
+    def _mask_outside_answer(self, inputs: list[dict], output: dict) -> None:
+        """Apply the loss span to TRL's masks in place."""
         tok = self.processing_class
         masks = mask_outside_answer(
             output["completion_ids"], output["completion_mask"], [r["judge_format"] for r in inputs],
             lambda t: tok.decode([t]), closers=self._closers, openers=self._openers, eos_id=tok.eos_token_id,
-            stop_advantage=self.options.stop_advantage is not None, loss_mask=output.get("tool_mask"))
+            loss_mask=output.get("tool_mask"))
         output["completion_mask"].copy_(masks.completion_mask)
         metrics = self._metrics["train"]
         metrics["j1/tokens_after_answer"].append(sum(masks.after) / max(len(masks.after), 1))
         if masks.loss_mask is not None:
             output["tool_mask"] = masks.loss_mask
             metrics["j1/tokens_before_answer"].append(sum(masks.before) / max(len(inputs), 1))
-        return masks.stops
 
     def _write_trace(self, batch: ScoredBatch) -> None:
         if self.reward_trace_dir is None:

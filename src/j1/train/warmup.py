@@ -7,12 +7,6 @@ learns the format and nothing about which response is better, so any accuracy ga
 comes from RL (issue #5). Verdicts are balanced over shown positions, so the warm-up does not
 teach a position bias either.
 
-Two kinds of thought (``--thoughts``): ``generic`` (one of the sentences below) and ``quote``, which
-copies the first words of the request and of each response as shown ("Request: ... A: ... B: ...").
-Why quote: a small judge's verdict token has to compare words spread over hundreds of prompt tokens;
-a thought that puts them side by side, right before the verdict, gives RL a shorter path to use
-them. Quoting is still label-free: it names no winner and no reason.
-
 ``--verdicts gold`` (pairwise formats) names the better response instead: the verdict is the letter
 it is shown under, and scores rank it first. A supervised start on the very labels J1's reward reads;
 the shipped judge j1-135m starts from such a warm-up (``j1/assets/recipes/j1_135m_warmup.yaml``),
@@ -32,11 +26,16 @@ import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from j1.chat import prefill, render
 from j1.formats import get_format
-from j1.formats.templates import quote_parts
-from j1.pairs import shown_label, shown_responses
+from j1.pairs import shown_label
+
+if TYPE_CHECKING:
+    from trl import ModelConfig, SFTConfig
+
+    from j1.train.spec import WarmupSpec
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,6 @@ POINT_THOUGHTS = (
 )
 
 
-THOUGHT_KINDS = ("generic", "quote")
 VERDICT_KINDS = ("random", "gold")
 
 
@@ -73,23 +71,14 @@ def random_target(fmt_name: str, rng: random.Random, thought: str | None = None,
     '<think>Same.</think>\\n<answer>[[B]]</answer>'
     """
     fmt = get_format(fmt_name)
-    if winner is not None and (not fmt.pairwise or winner not in ("A", "B")):
-        raise ValueError(f"a gold verdict needs a pairwise format and A or B, not {fmt_name!r} and {winner!r}")
+    if winner is not None and (fmt.arity < 2 or winner not in fmt.positions):
+        raise ValueError(f"a gold verdict needs a format that compares responses and one of its positions, "
+                         f"not {fmt_name!r} and {winner!r}")
     # Always draw the generic thought and the random verdict, so a given seed gives the same draws
-    # whatever the thought and whether the verdict is gold.
-    generic = rng.choice(THOUGHTS if fmt.pairwise else POINT_THOUGHTS)
+    # whatever the thought and whether the verdict is gold (write_answer draws either way).
+    generic = rng.choice(THOUGHTS if fmt.arity > 1 else POINT_THOUGHTS)
     thought = generic if thought is None else thought
-    if fmt_name == "pos":
-        answer = fmt.answer_template.format(score=rng.randint(0, 10))
-    elif fmt_name == "pav":
-        verdict = rng.choice("AB")
-        answer = fmt.answer_template.format(verdict=winner or verdict)
-    else:
-        a, b = rng.sample(range(11), 2)  # distinct scores: a well-defined winner
-        if winner is not None and (a > b) != (winner == "A"):
-            a, b = b, a
-        answer = fmt.answer_template.format(score_a=a, score_b=b, verdict="A" if a > b else "B")
-    return f"<think>{thought}</think>\n{answer}"
+    return f"<think>{thought}</think>\n{fmt.write_answer(winner, rng)}"
 
 
 def fixed_thought(prefill: str) -> str | None:
@@ -102,18 +91,14 @@ def fixed_thought(prefill: str) -> str | None:
     return head.removeprefix("<think>") if sep and head.startswith("<think>") else None
 
 
-def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pairs=None,
-             quote_words: int = 8, verdicts: str = "random", tokenizer=None) -> list[dict]:
+def sft_rows(rows: Sequence[dict], seed: int, *, verdicts: str = "random", tokenizer=None) -> list[dict]:
     """Prompt-completion SFT rows for TRL's SFTTrainer from judge rows (``j1.train.data.build_rows``).
 
     Without a prefill: conversational rows, the whole answer as the assistant's message. Rows whose
     prompt ends with an assistant prefill (``j1.chat``) become text rows: the prompt rendered with the
     prefill left open (needs ``tokenizer``), and the completion is the rest of the target after it,
-    the thought being the one the prefill fixes. ``thoughts="quote"`` needs ``pairs`` (pair id ->
-    ``j1.train.data.Pair``) to quote from; ``verdicts="gold"`` names the better response as shown.
+    the thought being the one the prefill fixes. ``verdicts="gold"`` names the better response as shown.
     """
-    if thoughts not in THOUGHT_KINDS:
-        raise ValueError(f"unknown thoughts {thoughts!r}; choose one of {THOUGHT_KINDS}")
     if verdicts not in VERDICT_KINDS:
         raise ValueError(f"unknown verdicts {verdicts!r}; choose one of {VERDICT_KINDS}")
     rng = random.Random(seed)
@@ -121,10 +106,6 @@ def sft_rows(rows: Sequence[dict], seed: int, *, thoughts: str = "generic", pair
     for r in rows:
         head = prefill(r["prompt"])
         thought = fixed_thought(head) if head else None
-        if thought is None and thoughts == "quote":
-            pair = pairs[r["pair_id"]]
-            thought = quote_parts(pair.prompt, shown_responses(pair.response_a, pair.response_b, r["order"]),
-                                  quote_words)
         winner = shown_label(r["label"], r["order"]) if verdicts == "gold" else None
         target = random_target(r["judge_format"], rng, thought, winner)
         if not head:
@@ -174,7 +155,7 @@ def valid_rate(model, tokenizer, rows: Sequence[dict], *, samples: int, temperat
             "shown_A_share": shown_a / decided if decided else None, "examples": examples}
 
 
-def run_warmup(cfg, sft_args, model_args) -> dict:
+def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) -> dict:
     """The ``j1 warmup`` recipe: SFT on well-formed targets (random or gold verdicts) for the training
     prompts (held-out units kept apart), the valid-output rate (and accuracy) before and after, and
     the judge in OUTPUT_DIR with ``warmup.json``, ``run.json`` and the manifest ``judge.json``: LoRA
@@ -216,8 +197,7 @@ def run_warmup(cfg, sft_args, model_args) -> dict:
     before = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
-    train_data = sft_rows(train_rows, cfg.warmup_seed, thoughts=cfg.thoughts, pairs={p.pair_id: p for p in pairs},
-                          quote_words=cfg.quote_words, verdicts=cfg.verdicts, tokenizer=tokenizer)
+    train_data = sft_rows(train_rows, cfg.warmup_seed, verdicts=cfg.verdicts, tokenizer=tokenizer)
     trainer = CompletionSFTTrainer(
         model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
         processing_class=tokenizer, peft_config=lora_config(model_args, path, cfg.lora_last_layers),

@@ -1,116 +1,15 @@
-"""What the command configs share: backend and sampling arguments, the judge format and template checks."""
+"""Re-export of backend and sampling arguments, the judge format and template checks under their former ``j1.cli.configs`` names; the specs live in their
+domain packages (the CLI only parses flags and YAML into them)."""
 
-from __future__ import annotations
+from j1.backends.spec import BackendArgs, SamplingArgs
+from j1.formats.spec import (
+    FORMAT_NAMES,
+    PREFILL_HELP,
+    TEMPLATE_CHOICES,
+    TEMPLATE_HELP,
+    check_format,
+    check_template,
+    template_field,
+)
 
-from dataclasses import dataclass, field
-
-from j1.formats import FORMATS, TEMPLATES
-
-FORMAT_NAMES = sorted(FORMATS)
-# What each judge template is for, shown in --help beside its name; every template in TEMPLATES is listed.
-_TEMPLATE_NOTES = {"compact": "~70 fewer prompt tokens, for small models on CPU",
-                   "digest": "compact plus the first words of each part, for tiny judges"}
-
-
-def _choices(names: list[str]) -> str:
-    """'a, b or c'."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-TEMPLATE_CHOICES = _choices(list(TEMPLATES))
-TEMPLATE_HELP = ("Judge prompt wording: "
-                 + _choices([f"{n} ({_TEMPLATE_NOTES[n]})" if n in _TEMPLATE_NOTES else n for n in TEMPLATES])
-                 + ". The output grammar is the same; train, warm up and evaluate a judge with the same one.")
-
-PREFILL_HELP = ("Text the judge's answer is fixed to start with (a prefill): the model continues it, and the "
-                "verdict is read from the prefill plus what it wrote. For example a fixed thought and "
-                "'<answer>[[' so that only the verdict is generated. Local models, and OpenAI-compatible servers "
-                "that take continue_final_message (vLLM, SGLang). Unset (default) = the model writes it all.")
-
-
-def template_field():
-    return field(default="full", metadata={"help": TEMPLATE_HELP})
-
-
-def check_template(value: str) -> None:
-    if value not in TEMPLATES:
-        raise ValueError(f"--template {value!r} is not a judge template; choose one of {sorted(TEMPLATES)}")
-
-
-def check_format(value: str, field_name: str = "format") -> None:
-    if value not in FORMATS:
-        raise ValueError(f"--{field_name} {value!r} is not a judge format; choose one of {FORMAT_NAMES}")
-
-
-@dataclass
-class BackendArgs:
-    """Where judgments come from; shared by every command that calls a model."""
-
-    model: str | None = field(
-        default=None,
-        metadata={"help": "HF model id or local folder; with --base-url, the served model name. "
-                  "Default: the embedded SmolLM2-135M-Instruct (offline)."},
-    )
-    base_url: str | None = field(
-        default=None, metadata={"help": "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)."}
-    )
-    api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the server's API key."}
-    )
-    concurrency: int = field(default=32, metadata={"help": "HTTP: most requests in flight."})
-    timeout: float = field(default=120.0, metadata={"help": "HTTP: seconds per request."})
-    max_retries: int = field(default=4, metadata={"help": "HTTP: retries of a failed request, with backoff."})
-    batch_rows: int | None = field(
-        default=None, metadata={"help": "Local: most sequences (prompts x samples) per batch. Default: by the "
-                                "device (32 on a CPU, 256 on a GPU)."})
-    dtype: str = field(
-        default="auto", metadata={"help": "Local: auto (bfloat16 on a GPU that has it, else float32, the fastest on "
-                                  "a CPU), float32, bfloat16 or float16."})
-
-    def _check_backend(self) -> None:
-        for name in ("concurrency", "batch_rows"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name} {value}: must be >= 1")
-        if self.dtype not in {"auto", "float32", "bfloat16", "float16"}:
-            raise ValueError(f"--dtype {self.dtype!r}: choose auto, float32, bfloat16 or float16")
-        if not self.timeout > 0:
-            raise ValueError(f"--timeout {self.timeout}: must be > 0 (seconds per request)")
-        if self.max_retries < 0:
-            raise ValueError(f"--max_retries {self.max_retries}: must be >= 0")
-
-    def backend_kwargs(self) -> dict:
-        if self.base_url:
-            return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries)
-        return dict(max_batch_rows=self.batch_rows, dtype=self.dtype)
-
-
-@dataclass
-class SamplingArgs:
-    samples: int = field(default=1, metadata={"help": "Samples per prompt (N); verdicts aggregate by majority."})
-    temperature: float = field(default=0.0, metadata={"help": "0 = greedy (needs --samples 1)."})
-    top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling."})
-    max_new_tokens: int = field(default=512, metadata={"help": "Most tokens per judgment."})
-    seed: int = field(default=0, metadata={"help": "Seed for sampling (and any random order)."})
-
-    def _check_sampling(self) -> None:
-        if self.samples < 1:
-            raise ValueError(f"--samples {self.samples}: must be >= 1")
-        if not 0 <= self.temperature < float("inf"):
-            raise ValueError(f"--temperature {self.temperature}: must be >= 0 (0 = greedy)")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"--top_p {self.top_p}: must be in (0, 1]")
-        if self.temperature == 0 and self.samples > 1:
-            raise ValueError(
-                f"--samples {self.samples} with --temperature 0 would repeat one greedy answer; set --temperature 1.0"
-            )
-        if self.max_new_tokens < 1:
-            raise ValueError(f"--max-new-tokens {self.max_new_tokens}: must be >= 1")
-
-    def sampling_params(self):
-        from j1.backends import SamplingParams
-
-        return SamplingParams(
-            n=self.samples, temperature=self.temperature, top_p=self.top_p,
-            max_new_tokens=self.max_new_tokens, seed=self.seed,
-        )
+__all__ = ["BackendArgs", "FORMAT_NAMES", "PREFILL_HELP", "SamplingArgs", "TEMPLATE_CHOICES", "TEMPLATE_HELP", "check_format", "check_template", "template_field"]

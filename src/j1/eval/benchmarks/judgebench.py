@@ -19,7 +19,9 @@ SPLITS = ("gpt-4o", "claude")
 
 
 def category(source: str, where: str) -> str:
-    """>>> category("mmlu-pro-law", "x"), category("livecodebench", "x")
+    """The category a JudgeBench ``source`` belongs to (knowledge, reasoning, math, coding); ``where`` names the row in errors.
+
+    >>> category("mmlu-pro-law", "x"), category("livecodebench", "x")
     ('knowledge', 'coding')
     """
     if source.startswith("mmlu-pro"):

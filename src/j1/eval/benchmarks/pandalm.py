@@ -7,20 +7,20 @@ The label is the majority of the three annotators; when all three differ it is a
 
 from __future__ import annotations
 
-from collections import Counter
-
 from j1.eval.benchmarks.base import Benchmark, Context, int_label, str_field
 from j1.eval.items import Item
+from j1.pairs import plurality
 
 VOTES = {0: "tie", 1: "A", 2: "B"}
 
 
 def majority_label(votes: list[str]) -> str:
-    """>>> majority_label(["A", "A", "tie"]), majority_label(["A", "B", "tie"])
+    """The label at least two of the three annotators gave, else ``tie``.
+
+    >>> majority_label(["A", "A", "tie"]), majority_label(["A", "B", "tie"])
     ('A', 'tie')
     """
-    label, count = Counter(votes).most_common(1)[0]
-    return label if count >= 2 else "tie"
+    return plurality(votes)  # of three votes: two agreeing win; all different share the top, a tie
 
 
 def parse_row(row, where: str, ctx: Context) -> list[Item]:

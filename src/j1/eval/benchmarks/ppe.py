@@ -21,7 +21,9 @@ SETS = (("mmlu-pro", "mmlu-pro"), ("mmlu_pro", "mmlu-pro"), ("gpqa", "gpqa"), ("
 
 
 def correctness_set(source: str) -> str:
-    """>>> correctness_set("lmarena-ai/PPE-MMLU-Pro-Best-of-K"), correctness_set("x.jsonl")
+    """The PPE correctness set a source file or hub name belongs to.
+
+    >>> correctness_set("lmarena-ai/PPE-MMLU-Pro-Best-of-K"), correctness_set("x.jsonl")
     ('mmlu-pro', 'correctness')
     """
     name = source.lower()

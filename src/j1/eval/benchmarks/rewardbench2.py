@@ -18,18 +18,28 @@ is ``j1.eval.rb2_scoring``'s:
 
 from __future__ import annotations
 
-import hashlib
+from typing import TYPE_CHECKING
 
 from j1.eval.benchmarks.base import Benchmark, Context, str_field
 from j1.eval.items import Item
-from j1.eval.rb2_rules import ties_id
+
+# The placement rules live in rb2_rules, beside the scoring rules that read them too.
+from j1.eval.rb2_rules import (
+    FOURWAY_SLOT,
+    arrangement,
+    fourway_names,
+    rotation_positions,
+    ties_id,
+    uses_ratings,
+)
 from j1.formats import Messages, get_format
-from j1.formats.fourway import POSITIONS
 from j1.schema import RowError, require
+
+if TYPE_CHECKING:
+    from j1.eval.spec import EvalSpec
 
 SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
 MODES = ("fourway", "ratings")
-FOURWAY_SLOT = "4way:"
 
 
 def _texts(row, key: str, where: str) -> list[str]:
@@ -73,46 +83,7 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
     )]
 
 
-def rotation_positions(item_id: str, seed: int, rotations: int) -> list[str]:
-    """The chosen answer's position in each rotation: the first from a hash of seed and id, then on
-    by one position per rotation.
-
-    >>> rotation_positions("17", 0, 4)
-    ['B', 'C', 'D', 'A']
-    >>> len(set(rotation_positions("17", 0, 2)))
-    2
-    """
-    if not 1 <= rotations <= len(POSITIONS):
-        raise ValueError(f"--rb2-rotations {rotations}: must be in [1, {len(POSITIONS)}]")
-    first = int.from_bytes(hashlib.sha256(f"{seed}\x00{item_id}".encode()).digest()[:4], "little") % len(POSITIONS)
-    return [POSITIONS[(first + r) % len(POSITIONS)] for r in range(rotations)]
-
-
-def arrangement(names: list[str], chosen_at: str) -> list[str]:
-    """The four names in shown order: ``names`` (chosen first) with the chosen swapped into
-    ``chosen_at``, the answer there moving to position A (the official shuffle).
-
-    >>> arrangement(["c0", "r0", "r1", "r2"], "C")
-    ['r1', 'r0', 'c0', 'r2']
-    """
-    shown = list(names)
-    k = POSITIONS.index(chosen_at)
-    shown[0], shown[k] = shown[k], shown[0]
-    return shown
-
-
-def fourway_names(item_pairs) -> list[str]:
-    """c0 and the first three rejected answers, the four a four-way prompt shows."""
-    rejected = [r for c, r, _ in item_pairs if c == "c0"]
-    return ["c0", *rejected[:3]]
-
-
-def uses_ratings(category: str, mode: str) -> bool:
-    """Ties is always rated; the other subsets as the mode says."""
-    return category == "Ties" or mode == "ratings"
-
-
-def prompts(item: Item, cfg) -> list[tuple[str, Messages]]:
+def prompts(item: Item, cfg: EvalSpec) -> list[tuple[str, Messages]]:
     """The judge prompts of one item under the run's ``rb2_mode``, ``rb2_rotations``, ``seed`` and ``template``."""
     template = getattr(cfg, "template", None) or "full"
     if uses_ratings(item.category, cfg.rb2_mode):

@@ -16,7 +16,9 @@ STYLES = ("concise", "detailed", "markdown")
 
 
 def domain(value: str) -> str:
-    """>>> domain("safety-refuse"), domain("chat")
+    """The domain a row's ``domain`` field reports in: every ``safety-*`` subset counts as safety.
+
+    >>> domain("safety-refuse"), domain("chat")
     ('safety', 'chat')
     """
     return "safety" if value.startswith("safety") else value

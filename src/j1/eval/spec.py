@@ -1,0 +1,151 @@
+"""Specs of the commands that judge a data set and score it: ``j1 eval``, ``j1 score``, ``j1 consistency``
+(label-free consistency over response sets) and ``j1 compare``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from j1.backends.spec import BackendArgs, SamplingArgs
+from j1.formats import get_format, require_arity
+from j1.judge_spec import JudgeArgs
+
+
+@dataclass
+class EvalSpec(JudgeArgs, BackendArgs, SamplingArgs):
+    """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
+
+    benchmark: str | None = field(
+        default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
+                                "mtbench_human, pandalm, autoj, hh_rlhf, generic or rewardbench2."})
+    data: str | None = field(
+        default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
+    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
+    limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
+    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
+    split: str | None = field(
+        default=None, metadata={"help": "Benchmark part: JudgeBench 'gpt-4o' (the J1 paper's 350 pairs) or 'claude'."})
+    hf_split: str | None = field(
+        default=None, metadata={"help": "Hub split when --data is a dataset id (default: the benchmark's own)."})
+    ties: str | None = field(
+        default=None, metadata={"help": "keep or drop tie-labelled items (default per benchmark: PPE and "
+                                "MT-Bench drop, the rest keep)."})
+    max_error_rate: float = field(
+        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+    rb2_mode: str = field(
+        default="fourway", metadata={"help": "RewardBench 2: fourway (pick the best of four, the official default) or "
+                                     "ratings (rate each response); sets the format. Ties is always rated."})
+    rb2_rotations: int = field(
+        default=1, metadata={"help": "RewardBench 2 fourway: judge each item with the chosen answer in this many "
+                             "positions (1-4); reports the first, their mean and right-in-all."})
+
+    def __post_init__(self) -> None:
+        from j1.eval.benchmarks import BENCHMARKS
+
+        self._setup_judge()
+        self._setup_rewardbench2()
+        if self.benchmark not in BENCHMARKS:
+            raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
+        if not self.data:
+            raise ValueError("j1 eval needs --data (a local file or a Hugging Face dataset id)")
+        if not self.out:
+            raise ValueError("j1 eval needs --out DIR (the run folder)")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all rows)")
+        if self.ties not in (None, "keep", "drop"):
+            raise ValueError(f"--ties {self.ties!r}: choose keep or drop")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
+        if self.n_boot < 1:
+            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+
+    def _setup_rewardbench2(self) -> None:
+        """RewardBench 2's mode picks the format (fourway or pos); fourway is for RewardBench 2 only."""
+        if self.rb2_mode not in ("fourway", "ratings"):
+            raise ValueError(f"--rb2-mode {self.rb2_mode!r}: choose fourway or ratings")
+        if not 1 <= self.rb2_rotations <= 4:
+            raise ValueError(f"--rb2-rotations {self.rb2_rotations}: must be in [1, 4] (four positions)")
+        if self.benchmark == "rewardbench2":
+            self.format = "fourway" if self.rb2_mode == "fourway" else "pos"
+        elif get_format(self.format).arity > 2:
+            raise ValueError(f"--format {self.format} picks one of {get_format(self.format).arity} answers: only "
+                             f"--benchmark rewardbench2 has them (not {self.benchmark!r})")
+
+
+@dataclass
+class ScoreSpec:
+    """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl."""
+
+    run_dir: str | None = field(default=None, metadata={"help": "The j1 eval run folder (also positional)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
+
+    def __post_init__(self) -> None:
+        if not self.run_dir:
+            raise ValueError("j1 score needs the run folder: j1 score DIR")
+        if self.n_boot < 1:
+            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+
+
+@dataclass
+class ConsistencySpec(JudgeArgs, BackendArgs, SamplingArgs):
+    """``j1 consistency``: judge every pair of K responses per prompt in both orders; report IPI, TOV and
+    intransitive triples (no labels needed)."""
+
+    data: str | None = field(
+        default=None, metadata={"help": "JSONL/JSON/Parquet rows with 'prompt' and 'responses' (a list; or RewardBench "
+                                "2's 'chosen' and 'rejected' lists). Default: the shipped set (24 GSM8K prompts x 6 "
+                                "responses, j1/assets/data/consistency_gsm8k.jsonl)."})
+    responses: int = field(default=4, metadata={"help": "K: judge the first K responses of each prompt "
+                                                "(K(K-1) pairwise prompts per prompt; 3 <= K <= 12)."})
+    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
+    limit: int | None = field(default=None, metadata={"help": "Only the first N prompts (file order)."})
+    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
+    sampler_model: str | None = field(
+        default=None, metadata={"help": "Sample the K responses from this model instead of reading them from --data "
+                                "(then only 'prompt' is read); they are kept in DIR/responses.jsonl."})
+    sampler_temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of --sampler-model."})
+    sampler_max_new_tokens: int = field(default=256, metadata={"help": "Most tokens per sampled response."})
+    max_error_rate: float = field(
+        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        from j1.eval.consistency import MAX_K
+
+        self._setup_judge()
+        self._judges_as_written("j1 consistency compares each response as written")
+        if self.data is None and self.sampler_model is None:
+            from j1.eval.consistency_run import SHIPPED_SETS
+
+            self.data = str(SHIPPED_SETS)
+        require_arity(self.format, (1, 2), "j1 consistency")  # it judges pairs and single responses
+        if not self.out:
+            raise ValueError("j1 consistency needs --out DIR (the run folder)")
+        if not 3 <= self.responses <= MAX_K:
+            raise ValueError(f"--responses {self.responses}: must be in [3, {MAX_K}] (triples need 3; the exact TOV "
+                             f"is computed up to {MAX_K})")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all prompts)")
+        if self.sampler_temperature <= 0:
+            raise ValueError(f"--sampler-temperature {self.sampler_temperature}: must be > 0 (K greedy answers are one)")
+        if self.sampler_max_new_tokens < 1:
+            raise ValueError(f"--sampler-max-new-tokens {self.sampler_max_new_tokens}: must be >= 1")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
+        if self.n_boot < 1:
+            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+
+
+@dataclass
+class CompareSpec:
+    """``j1 compare DIR1 DIR2 …``: several finished runs side by side, judges by benchmark."""
+
+    runs: list[str] = field(default_factory=list, metadata={"help": "Run folders (also positional)."})
+    out: str | None = field(default=None, metadata={"help": "Also write the table to this .md file."})
+    json: bool = field(default=False, metadata={"help": "Print the rows as JSON instead of a table."})
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("j1 compare needs run folders: j1 compare DIR1 DIR2 …")

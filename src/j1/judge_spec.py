@@ -1,0 +1,90 @@
+"""How a judge is named and asked (``JudgeArgs``, shared by every judging spec) and the spec of ``j1 judge``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from j1.backends.spec import BackendArgs, SamplingArgs
+from j1.formats import require_arity
+from j1.formats.spec import FORMAT_NAMES, PREFILL_HELP, TEMPLATE_CHOICES, check_format, check_template
+from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
+from j1.limits import TRUNCATE
+
+_FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
+
+
+@dataclass
+class JudgeArgs:
+    """The judge and how it is asked; unset values come from the judge's manifest (``j1.judges``)."""
+
+    model: str | None = field(
+        default=None,
+        metadata={"help": f"The judge: {DEFAULT_JUDGE} (shipped, the default), a folder j1 train or j1 warmup wrote "
+                  "(its judge.json sets the format, wording, prefill and lengths), smollm2-135m (the untrained base), "
+                  "an HF id; with --base-url, the served model name."})
+    format: str | None = field(
+        default=None, metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}." + _FROM_MANIFEST.format("pav")})
+    template: str | None = field(
+        default=None, metadata={"help": f"Judge prompt wording: {TEMPLATE_CHOICES}." + _FROM_MANIFEST.format("full")})
+    assistant_prefill: str | None = field(default=None, metadata={"help": PREFILL_HELP})
+    samples: int | None = field(
+        default=None, metadata={"help": "Samples per prompt (N); verdicts aggregate by majority."
+                                + _FROM_MANIFEST.format("1")})
+    temperature: float | None = field(
+        default=None, metadata={"help": "0 = greedy (needs --samples 1)." + _FROM_MANIFEST.format("0")})
+    max_new_tokens: int | None = field(
+        default=None, metadata={"help": "Most tokens per judgment." + _FROM_MANIFEST.format("512")})
+    max_context: int | None = field(
+        default=None, metadata={"help": "The judge's context in tokens (prompt plus answer). A judge prompt that "
+                                "cannot fit with --max_new_tokens is refused before any model work (j1 serve: 413 "
+                                "context_length_exceeded; j1 eval/attack: counted invalid with the reason). Default: "
+                                "the model's max_position_embeddings (local models)."})
+    truncate: str = field(
+        default="error", metadata={"help": "A prompt over the context: error (refuse it), left (shorten the "
+                                   "responses from their start, keeping their ends) or middle (keep both ends)."})
+
+    def _apply_judge(self) -> None:
+        """The default judge when none is named (locally), then the manifest's settings for unset fields."""
+        if self.model is None and not getattr(self, "base_url", None):
+            self.model = DEFAULT_JUDGE
+        self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+
+    def _judges_as_written(self, why: str) -> None:
+        """For a command that must judge its texts whole (``why``): --truncate stays ``error``."""
+        if self.truncate != "error":
+            raise ValueError(f"--truncate {self.truncate}: {why}; a prompt over the context counts invalid. "
+                             "Leave it at error")
+
+    def _setup_judge(self) -> None:
+        """What every judging command does first: the judge and its settings, then their checks."""
+        self._apply_judge()
+        check_format(self.format)
+        check_template(self.template)
+        self._check_backend()
+        self._check_sampling()
+        if self.max_context is not None and self.max_context <= self.max_new_tokens:
+            raise ValueError(f"--max_context {self.max_context}: must be over --max_new_tokens {self.max_new_tokens}, "
+                             "to leave room for the prompt")
+        if self.truncate not in TRUNCATE:
+            raise ValueError(f"--truncate {self.truncate!r}: choose one of {', '.join(TRUNCATE)}")
+
+
+@dataclass
+class JudgeSpec(JudgeArgs, BackendArgs, SamplingArgs):
+    """``j1 judge``: one prompt and one or two responses."""
+
+    prompt: str | None = field(default=None, metadata={"help": "The user's request."})
+    response_a: str | None = field(default=None, metadata={"help": "The first response."})
+    response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})
+    json: bool = field(default=False, metadata={"help": "Print one JSON object instead of text."})
+
+    def __post_init__(self) -> None:
+        self._setup_judge()
+        if self.prompt is None or self.response_a is None:
+            raise ValueError("j1 judge needs --prompt and --response-a")
+        for name in ("prompt", "response_a", "response_b"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                raise ValueError(f"--{name} is empty: give the text to judge")
+        if require_arity(self.format, (1, 2), "j1 judge").pairwise and self.response_b is None:
+            raise ValueError(f"--format {self.format} compares two responses: add --response-b")

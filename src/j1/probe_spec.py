@@ -1,0 +1,63 @@
+"""Spec of ``j1 probe``: a pav judge's verdict log-odds in both orders (see :mod:`j1.probe`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from j1.formats.spec import TEMPLATE_CHOICES, check_template
+from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
+
+_FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
+
+
+@dataclass
+class ProbeSpec:
+    """``j1 probe``: a pav judge's verdict log-odds in both orders after a fixed thought and
+    ``<answer>[[`` (no sampling): content margin, content accuracy and position bias (see j1.probe)."""
+
+    model: str | None = field(
+        default=None,
+        metadata={"help": f"The judge: {DEFAULT_JUDGE} (shipped, the default), a model folder, a LoRA adapter folder "
+                  "(a checkpoint; its base is --base, its manifest's or its adapter_config.json's), smollm2-135m "
+                  "(the untrained base) or a Hugging Face id."})
+    base: str | None = field(
+        default=None, metadata={"help": "Base model of a LoRA adapter --model (default: the one its "
+                                "adapter_config.json names); not used when --model is a full model."})
+    data: str | None = field(
+        default=None, metadata={"help": "Pairs: j1 synth mix rows (e.g. heldout.jsonl) or a chosen/rejected pair file."})
+    template: str | None = field(
+        default=None, metadata={"help": f"Judge prompt wording: {TEMPLATE_CHOICES}." + _FROM_MANIFEST.format("full")})
+    thought: str | None = field(
+        default=None, metadata={"help": "The fixed thought before the verdict. Default: the one in the judge's "
+                                "manifest prefill, else the first generic thought of j1 warmup "
+                                "(j1.train.warmup.THOUGHTS), the one a warmed-up judge writes."})
+    quote_words: int = field(
+        default=0, metadata={"help": "N > 0: the thought quotes the first N words of the request and of each "
+                             "response as shown, in place of --thought."})
+    limit: int | None = field(default=None, metadata={"help": "Probe only the first K pairs (file order)."})
+    batch_size: int = field(default=8, metadata={"help": "Judge prompts per forward pass."})
+    out: str | None = field(
+        default=None, metadata={"help": "Also write the summary and every pair's log-odds to this .json file."})
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        from j1.probe import thought_of_prefill
+
+        if self.model is None:
+            self.model = DEFAULT_JUDGE
+        self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+        if self.thought is None and not self.quote_words and self.manifest is not None:
+            self.thought = thought_of_prefill(self.manifest.assistant_prefill)
+        check_template(self.template)
+        if not self.data:
+            raise ValueError("j1 probe needs --data (j1 synth mix rows or a chosen/rejected pair file)")
+        if self.quote_words < 0:
+            raise ValueError(f"--quote_words {self.quote_words}: must be >= 0 (0 = the fixed --thought)")
+        if self.quote_words and self.thought is not None:
+            raise ValueError(f"--thought and --quote_words {self.quote_words} both set the thought; keep one")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all pairs)")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch_size {self.batch_size}: must be >= 1")
+        if self.out is not None and not self.out.endswith(".json"):
+            raise ValueError(f"--out {self.out!r}: must end in .json")

@@ -1,0 +1,213 @@
+"""Specs of ``j1 train`` (the J1 section beside TRL's GRPOConfig) and ``j1 warmup``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
+
+from j1.device import parse_setting, share_prompt
+from j1.formats.spec import check_template, template_field
+
+# The choices live with the trainer's options object (a light module: no torch import).
+from j1.train.options import CONSISTENCY_MODES, FORMULATIONS, J1Options
+from j1.train.options import check_choice as _check_choice
+
+if TYPE_CHECKING:  # TRL (and torch) load only where training runs
+    from trl import GRPOConfig, ModelConfig
+
+
+@dataclass
+class TrainSpec:
+    """``j1 train``: the J1 section. GRPOConfig (TRL) and ModelConfig keys are parsed beside it, so
+    every TRL option works in the YAML or as a flag (``--learning_rate 1e-6``, ``--use_peft``)."""
+
+    # Fields that `--help` leaves to `--help-all`: diagnostics, not recipe choices.
+    ADVANCED: ClassVar[frozenset[str]] = frozenset({"reward_trace"})
+
+    formulation: str = field(
+        default="pav", metadata={"help": f"Judge formulation: {', '.join(FORMULATIONS)} (multitask = pas + pos)."}
+    )
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "Training pairs: `j1 synth mix` rows (both orders), or a prompt/chosen/rejected pair file."},
+    )
+    template: str = template_field()
+    assistant_prefill: str | None = field(
+        default=None,
+        metadata={"help": "Fixed start of every answer (e.g. a thought and '<answer>[['): only the rest is sampled and "
+                  "trained; the rewards read prefill + continuation."},
+    )
+    consistency: str = field(
+        default="expected",
+        metadata={"help": "Consistency reward: expected (x mean correctness of the other order) or index (rollout k "
+                  "with rollout k)."})
+    correctness_weight: float = field(default=1.0, metadata={"help": "Weight of the correctness reward."})
+    consistency_weight: float | None = field(
+        default=None, metadata={"help": "Weight of the consistency reward (default 1 for pav/pavs, 0 otherwise)."}
+    )
+    format_weight: float = field(
+        default=0.0, metadata={"help": "Weight of a format reward (the paper's ablation; 0 = off)."}
+    )
+    advantage_groups: str = field(
+        default="pair",
+        metadata={"help": "Rollouts that share a GRPO baseline: prompt (TRL's own), pair (both orders' 2G "
+                  "rollouts) or couple (rollout k of AB with rollout k of BA)."},
+    )
+    loss_span: str = field(
+        default="all",
+        metadata={"help": "Completion tokens the policy loss trains: all, or answer (the answer span alone; the "
+                  "thought still conditions it, the tokens after the closing tag leave the loss)."},
+    )
+    invalid_advantage: float | None = field(
+        default=None,
+        metadata={"help": "pair/couple groups: a rollout with no parseable verdict leaves the baseline and gets "
+                  "this advantage (e.g. -1). Unset = scored 0 like a wrong verdict (the paper)."},
+    )
+    position_balance: float = field(
+        default=0.0,
+        metadata={"help": "Strength of a restoring force on the judge's position preference (leave-one-out batch "
+                  "imbalance); 0 = off."},
+    )
+    max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
+    max_prompt_tokens: int | None = field(
+        default=None, metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets)."}
+    )
+    share_prompt_prefix: str = field(
+        default="auto",
+        metadata={"help": "Encode each judge prompt once for its G rollouts (generation and log-prob passes); "
+                  "TRL's numbers at 1/G of the prompt cost. auto = on on a CPU, off on a GPU (where it was "
+                  "measured slower at small shapes; run.json records the choice); true; false = TRL's own passes."},
+    )
+    pair_seed: int = field(
+        default=0, metadata={"help": "Seed of the side the chosen response is placed on (chosen/rejected input)."}
+    )
+    lora_last_layers: int | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: LoRA on the last N decoder blocks only (backward stops there: a "
+                  "cheaper CPU step)."},
+    )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: start the LoRA from this adapter (a judge folder or a shipped judge's "
+                  "name, e.g. j1-135m) instead of from zero; its LoRA settings must match this run's."},
+    )
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
+    )
+    world_size: int | None = field(
+        default=None,
+        metadata={"help": "Training processes (GPUs) the recipe is written for: --dry_run checks it, and a launch "
+                  "with another count stops (prompts per step would change). Unset = any."},
+    )
+    zero_stage: int | None = field(
+        default=None, metadata={"help": "DeepSpeed ZeRO stage of the recipe's accelerate config (0-3), for "
+                                "--dry_run's memory estimate. Unset = no DeepSpeed."},
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata={"help": "Check the recipe on the CPU without generating: parse, load the data, check the pair "
+                  "geometry at world_size, print prompts and rollouts per step and a memory estimate per GPU."},
+    )
+    reward_trace: bool = field(
+        default=False,
+        metadata={"help": "Write the (pair_id, order) rows of every reward call per process to "
+                  "OUTPUT_DIR/reward_trace-RANK.jsonl (shows both orders are rewarded together)."},
+    )
+
+    def __post_init__(self) -> None:
+        _check_choice("formulation", self.formulation, FORMULATIONS)
+        _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        check_template(self.template)
+        if not self.train_file:
+            raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
+        for name in ("max_pairs", "max_prompt_tokens", "lora_last_layers", "world_size"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        if self.zero_stage is not None and self.zero_stage not in (0, 1, 2, 3):
+            raise ValueError(f"--zero_stage {self.zero_stage}: choose 0, 1, 2 or 3 (or unset)")
+        if self.formulation == "pos" and self.consistency_weight:
+            raise ValueError("--consistency_weight: pos has no consistency reward; leave it unset")
+        self.share_prompt_prefix = parse_setting("share_prompt_prefix", self.share_prompt_prefix)
+        self.options()  # the named choices, checked here once
+
+    def options(self, device: str = "cpu") -> J1Options:
+        """The frozen options object the trainer takes, with the device's choices made for ``device``."""
+        return J1Options(
+            formulation=self.formulation, advantage_groups=self.advantage_groups, loss_span=self.loss_span,
+            invalid_advantage=self.invalid_advantage, position_balance=self.position_balance,
+            share_prompt_prefix=share_prompt(self.share_prompt_prefix, device),
+        )
+
+
+class TrainRun(NamedTuple):
+    """What ``j1 train`` parses and :func:`j1.train.recipe.run_train` takes: the J1 section and TRL's
+    two argument objects (GRPOConfig and ModelConfig keys pass through)."""
+
+    spec: TrainSpec
+    grpo: GRPOConfig
+    model: ModelConfig
+
+
+@dataclass
+class WarmupSpec:
+    """``j1 warmup``: a short SFT (TRL SFTTrainer; every SFTConfig key works) before J1 GRPO. Label-free
+    by default (random verdicts/scores and short thoughts: the output format), or on gold verdicts
+    (the better response named: the task); reports the valid-output rate and accuracy before and
+    after on held-out prompts."""
+
+    formulation: str = field(default="pav", metadata={"help": f"Format to teach: {', '.join(FORMULATIONS)}."})
+    template: str = template_field()
+    train_file: str | None = field(default=None, metadata={"help": "Pairs to build prompts from (same as j1 train)."})
+    max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many pairs."})
+    max_prompt_tokens: int | None = field(default=None, metadata={"help": "Drop pairs with longer judge prompts."})
+    heldout_pairs: int = field(
+        default=16, metadata={"help": "Pairs kept out of the SFT data to measure the valid-output rate on."}
+    )
+    check_samples: int = field(default=2, metadata={"help": "Samples per held-out prompt for the valid rate."})
+    check_temperature: float = field(default=1.0, metadata={"help": "Sampling temperature for the valid rate."})
+    check_max_new_tokens: int = field(default=64, metadata={"help": "Token budget per check sample."})
+    warmup_seed: int = field(default=0, metadata={"help": "Seed of the random verdicts, scores and thoughts."})
+    pair_seed: int = field(default=0, metadata={"help": "Seed for which side the chosen response is shown on."})
+    verdicts: str = field(
+        default="random", metadata={"help": "random (label-free: the format only) or gold (the better response "
+                                    "named, scores ranking it first; pairwise formulations)."})
+    assistant_prefill: str | None = field(
+        default=None,
+        metadata={"help": "Fixed start of every answer, as in j1 train: the prompt ends with it and only the rest "
+                  "is trained (a prefill that closes the thought fixes the thought)."},
+    )
+    lora_last_layers: int | None = field(
+        default=None, metadata={"help": "With --use_peft: LoRA on the last N decoder blocks only."})
+    loss_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Train only the first N tokens of each completion (after the recipe's prefill, 1 = the "
+                  "verdict letter). Unset = the whole completion."},
+    )
+    merge_lora: bool = field(
+        default=True,
+        metadata={"help": "With --use_peft: save the model with the LoRA merged (true; j1 train "
+                  "--model_name_or_path DIR) or the adapter alone with its base in judge.json (false; j1 train "
+                  "--init_adapter DIR continues it)."},
+    )
+
+    def __post_init__(self) -> None:
+        _check_choice("formulation", self.formulation, FORMULATIONS)
+        from j1.train.warmup import VERDICT_KINDS  # light: formats only
+
+        _check_choice("verdicts", self.verdicts, VERDICT_KINDS)
+        if self.verdicts == "gold" and self.formulation not in ("pav", "pas", "pavs"):
+            raise ValueError(f"--verdicts gold: --formulation {self.formulation!r} has no verdict to name; "
+                             "use pav, pas or pavs")
+        for name in ("lora_last_layers", "loss_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        check_template(self.template)
+        if not self.train_file:
+            raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")
+        if not 0 <= self.check_temperature < float("inf"):
+            raise ValueError(f"--check_temperature {self.check_temperature}: must be >= 0 (0 = greedy)")
+        if self.heldout_pairs < 0 or self.check_samples < 1 or self.check_max_new_tokens < 1:
+            raise ValueError("--heldout_pairs must be >= 0, --check_samples and --check_max_new_tokens >= 1")
