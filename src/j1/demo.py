@@ -2,7 +2,8 @@
 
 Stages, in order; each is recorded in DIR/stages.json (atomically) with its wall time once done, so a
 rerun of the same command skips the finished ones and continues the one that was running (the evals
-with ``--resume``, training from its newest checkpoint):
+with ``--resume``, training from its newest checkpoint: the recipe saves every 2 minutes and on SIGTERM or
+SIGINT, and what a kill lost after the checkpoint is redone, recorded, and not charged to the budget):
 
 1. ``example-before``: the example pair judged in both orders by the base model (DIR/examples.json).
 2. ``data``: DIR/data/train.jsonl (the shipped GSM8K train mismatch pairs, both orders, as ``j1 synth mix``
@@ -25,6 +26,8 @@ import copy
 import dataclasses
 import json
 import logging
+import math
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from j1.judges import ASSETS, Manifest
+from j1.runinfo import setting_changes
 from j1.schema import iter_jsonl, write_json_atomic, write_text_atomic
 
 if TYPE_CHECKING:  # the spec's checks read this module's shipped pairs (heldout_available)
@@ -124,6 +128,32 @@ def reserve_minutes(eval_before: float, example_before: float) -> float:
     return eval_before + example_before + OVERHEAD_MINUTES
 
 
+def plan_minutes(minutes: float, seconds_per_prompt: float, eval_prompts: int, example_minutes: float) -> dict:
+    """The demo's plan before training starts: each evaluation's minutes (its prompts at the example's
+    measured judging speed, one prompt at a time: an upper bound, batching only speeds it up), the stages
+    around training, and what is left to train.
+
+    Raises:
+        ValueError: ``minutes`` leaves less than ``MIN_TRAIN_MINUTES`` to train, naming a budget that fits.
+
+    >>> plan_minutes(30, 1.5, 80, 0.2)  # 80 prompts at 1.5 s: 2 min an evaluation
+    {'eval': 2.0, 'around': 4.9, 'train': 25.1}
+    >>> plan_minutes(5, 1.5, 80, 0.2)
+    Traceback (most recent call last):
+    ...
+    ValueError: --minutes 5 leaves no time to train: the evaluations before and after it (80 prompts each) and the examples need about 4.9 min here; give --minutes 6 or more, fewer --heldout_pairs, or --minutes 0 for the quick demo
+    """
+    evaluation = seconds_per_prompt * eval_prompts / 60
+    around = 2 * evaluation + 2 * example_minutes + OVERHEAD_MINUTES
+    left = minutes - around
+    if left < MIN_TRAIN_MINUTES:
+        need = math.ceil(around + MIN_TRAIN_MINUTES)
+        raise ValueError(f"--minutes {minutes:g} leaves no time to train: the evaluations before and after it "
+                         f"({eval_prompts} prompts each) and the examples need about {around:.1f} min here; give "
+                         f"--minutes {need} or more, fewer --heldout_pairs, or --minutes 0 for the quick demo")
+    return {"eval": round(evaluation, 2), "around": round(around, 2), "train": round(left, 2)}
+
+
 def train_budget(total: float, spent: float, reserve: float, trained: float = 0.0) -> float:
     """Minutes to give ``j1 train --max_minutes``: the budget less the stages done, the reserve and what
     training already took (a resumed run), but at least ``MIN_TRAIN_MINUTES``.
@@ -140,10 +170,8 @@ def config_change(old: dict, new: dict) -> str | None:
     >>> config_change({"minutes": 0, "seed": 0}, {"minutes": 5, "seed": 0})
     '--minutes was 0, now 5'
     """
-    for key in RESUME_FIELDS:
-        if key in old and old[key] != new.get(key):
-            return f"--{key} was {old[key]!r}, now {new.get(key)!r}"
-    return None
+    changes = setting_changes(old, new, RESUME_FIELDS)
+    return changes[0] if changes else None
 
 
 class StageLog:
@@ -244,7 +272,7 @@ def how_asked(cfg: DemoSpec, out: Path, train: TrainRun | None) -> tuple[dict, s
     return asked | {"temperature": 0.0, "samples": 1}, before
 
 
-def stage_example(run: DemoRun, when: str) -> None:
+def stage_example(run: DemoRun, when: str) -> dict:
     from j1.demo_report import example_line
     from j1.formats import get_format
     from j1.judge import judge_pairs
@@ -253,15 +281,19 @@ def stage_example(run: DemoRun, when: str) -> None:
     if when == "before":
         run.say(f"example: {EXAMPLE['prompt']!r}  A: {EXAMPLE['A']!r}  B: {EXAMPLE['B']!r}  (A is right)")
     ecfg = run.eval_config(model, f"eval-{when}")
-    judgment = judge_pairs(run.models.get(ecfg), get_format(ecfg.format, ecfg.template),
+    backend = run.models.get(ecfg)
+    t0 = time.monotonic()  # the judging alone, without the model's load: what plan_minutes scales up
+    judgment = judge_pairs(backend, get_format(ecfg.format, ecfg.template),
                            [(EXAMPLE["prompt"], EXAMPLE["A"], EXAMPLE["B"])], ecfg.sampling_params(),
                            ecfg.assistant_prefill)[0]
+    judge_seconds = time.monotonic() - t0
     result = {"model": model, "verdict": str(judgment.verdict),
               "orders": {str(o.order): {"verdict": str(o.verdict), "text": o.samples[0].text} for o in judgment.orders}}
     path = run.out / "examples.json"
     examples = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"pair": EXAMPLE}
     write_json_atomic(path, {**examples, when: result})
     run.say(f"example, {when} ({model}): {example_line(result, EXAMPLE['better'])}")
+    return {"judge_seconds": round(judge_seconds, 3), "prompts": 2 * len(judgment.orders[0].samples)}
 
 
 def stage_data(run: DemoRun) -> None:
@@ -298,34 +330,36 @@ def stage_eval(run: DemoRun, when: str) -> None:
     run_eval(ecfg, backend=run.models.get(ecfg))
 
 
-def trained_minutes(log_path: Path) -> float:
-    """Minutes of training steps already logged (a resumed run), from the trainer's ``step_time``."""
-    if not log_path.exists():
-        return 0.0
-    return sum(row.get("step_time") or 0.0 for _, row in iter_jsonl(log_path, allow_torn_tail=True)) / 60
-
-
 def stage_train(run: DemoRun) -> dict:
     # In this process, not a subprocess: errors surface with their message, the progress bars are the
     # trainer's own, and tests run in seconds. Interrupts are safe without a second process: the
-    # trainer checkpoints, this stage stays "running", and a rerun resumes from the newest checkpoint.
+    # trainer checkpoints (by steps, by time, and on SIGTERM/SIGINT), this stage stays "running", and a
+    # rerun resumes from the newest checkpoint.
     from j1.train.recipe import latest_checkpoint, run_train
+    from j1.train.resume import checkpoint_progress
 
     run.models.close()  # free the base model's memory for training
     names = stage_names(run.cfg.minutes)
     spent = sum(run.stages.seconds(n) for n in names[: names.index("train")]) / 60
     reserve = reserve_minutes(run.stages.seconds("eval-before") / 60, run.stages.seconds("example-before") / 60)
     train_dir = run.out / "train"
-    trained = trained_minutes(train_dir / "log.jsonl")
-    minutes = train_budget(run.cfg.minutes, spent, reserve, trained)
     resume = latest_checkpoint(train_dir)
+    # Only what the checkpoint holds counts as trained: the steps a kill lost after it are redone, and
+    # their minutes are not charged to the budget (issue 46; train/run.json's interruptions list them).
+    trained = checkpoint_progress(resume)["trained_seconds"] / 60
+    minutes = train_budget(run.cfg.minutes, spent, reserve, trained)
+    # recorded now, so that an attempt that is killed leaves its budget too
+    run.stages.update("train", budget_minutes=minutes, trained_before_minutes=round(trained, 3))
     log.info("train: %.1f min of %.1f (%.1f spent, %.1f kept for after, %.1f trained before)%s",
              minutes, run.cfg.minutes, spent, reserve, trained, f"; resuming from {resume}" if resume else "")
     j1cfg, grpo, model_args = run.train
     grpo = copy.copy(grpo)  # the parsed run stays as given; this try resumes from the newest checkpoint
     grpo.resume_from_checkpoint = resume
-    run_train(dataclasses.replace(j1cfg, max_minutes=float(f"{minutes:.4g}")), grpo, model_args)
-    return {"budget_minutes": minutes, "bf16": run.cfg.train_bf16}
+    done = run_train(dataclasses.replace(j1cfg, max_minutes=float(f"{minutes:.4g}")), grpo, model_args)
+    lost = done.get("interruptions") or []
+    return {"budget_minutes": minutes, "bf16": run.cfg.train_bf16, "trained_before_minutes": round(trained, 3),
+            "trained_minutes": done.get("trained_minutes"), "interruptions": lost,
+            "lost_steps": sum(i["lost_steps"] for i in lost), "lost_minutes": round(sum(i["lost_minutes"] for i in lost), 3)}
 
 
 def train_summary(out: Path, stage: dict) -> dict:
@@ -337,7 +371,7 @@ def train_summary(out: Path, stage: dict) -> dict:
     steps, rewards = curve_points(rows, "reward")
     curves = plot_curves(rows, out)
     return {"steps": steps[-1] if steps else 0, "budget_minutes": stage.get("budget_minutes", 0.0),
-            "bf16": stage.get("bf16", False),
+            "bf16": stage.get("bf16", False), "interruptions": stage.get("interruptions", []),
             "reward_first": rewards[0] if rewards else None, "reward_last": rewards[-1] if rewards else None,
             "curves": [p.name for p in curves]}
 
@@ -369,6 +403,24 @@ def stage_report(run: DemoRun) -> None:
     write_text_atomic(run.out / "report.md", render_report(report))
 
 
+def plan_training(run: DemoRun, fresh: bool) -> None:
+    """Say up front what the budget buys (``plan_minutes``), or stop before any stage after the first when
+    it buys no training: a fresh run's folder is removed then, so the same folder takes another budget."""
+    example = run.stages.data["stages"]["example-before"]
+    prompts = 2 * run.cfg.heldout_pairs  # both orders, greedy
+    try:
+        plan = plan_minutes(run.cfg.minutes, example["judge_seconds"] / example["prompts"], prompts,
+                            example["seconds"] / 60)
+    except ValueError:
+        run.models.close()
+        if fresh:
+            shutil.rmtree(run.out, ignore_errors=True)
+        raise
+    run.stages.update("train", planned_minutes=plan["train"])
+    log.info("plan for %g min: about %.1f min per evaluation, %.1f min around training, %.1f min to train",
+             run.cfg.minutes, plan["eval"], plan["around"], plan["train"])
+
+
 def run_demo(cfg: DemoSpec, train: TrainRun | None = None, say: Callable[[str], None] = print) -> dict:
     """Run (or continue) the demo of ``cfg``; returns report.json's content.
 
@@ -377,21 +429,21 @@ def run_demo(cfg: DemoSpec, train: TrainRun | None = None, say: Callable[[str], 
     limit and the checkpoint to resume from. ``say`` shows results as they come (the example verdicts);
     stage starts and ends are logged.
     """
-    from j1.runinfo import write_run_json
+    from j1.runinfo import RunFolder
 
-    started = time.time()
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder(cfg.out, command="j1 demo")
+    out = folder.path
     stages = StageLog(out, {k: getattr(cfg, k) for k in (*RESUME_FIELDS, "progress")})
     asked, before = how_asked(cfg, out, train)
     run = DemoRun(cfg, out, stages, asked, before, say, train=train)
-    write_run_json(out / "run.json", command="j1 demo", config=cfg, started=started, status="running")
+    folder.write(cfg, status="running")
     steps: dict[str, Callable[[], dict | None]] = {
         "example-before": lambda: stage_example(run, "before"), "data": lambda: stage_data(run),
         "eval-before": lambda: stage_eval(run, "before"), "train": lambda: stage_train(run),
         "eval-after": lambda: stage_eval(run, "after"), "example-after": lambda: stage_example(run, "after"),
         "report": lambda: stage_report(run),
     }
+    fresh = not stages.done("example-before")
     names = stage_names(cfg.minutes)
     if warning := budget_warning(cfg.minutes, cfg.train_bf16):
         log.warning(warning)
@@ -406,7 +458,9 @@ def run_demo(cfg: DemoSpec, train: TrainRun | None = None, say: Callable[[str], 
             extra = steps[name]() or {}
             stages.update(name, status="done", seconds=round(time.monotonic() - t0, 3), finished=time.time(), **extra)
             log.info("stage %d/%d %s: done in %.1f s", i, len(names), name, stages.seconds(name))
+            if name == "example-before" and cfg.minutes > 0 and not stages.done("train"):
+                plan_training(run, fresh)
     finally:
         run.models.close()
-    write_run_json(out / "run.json", command="j1 demo", config=cfg, started=started, status="done")
+    folder.write(cfg, status="done")
     return json.loads((out / "report.json").read_text(encoding="utf-8"))

@@ -231,10 +231,24 @@ def render_report(report: dict) -> str:
             f"{train['steps']} GRPO steps in a budget of {train['budget_minutes']:.1f} min"
             f"{' (bf16 mixed precision)' if train.get('bf16') else ''}; mean reward "
             f"{_num(train['reward_first'])} at the first step, {_num(train['reward_last'])} at the last.",
+            *([lost_line(train["interruptions"]), ""] if train.get("interruptions") else []),
             "",
         ]
         lines += [f"![{name}]({name})" for name in train["curves"]]
     return "\n".join(lines) + "\n"
+
+
+def lost_line(interruptions: list[dict]) -> str:
+    """What the interruptions of training lost (``j1.train.resume.interruptions``), in a sentence.
+
+    >>> lost_line([{"lost_steps": 12, "lost_minutes": 2.7}, {"lost_steps": 1, "lost_minutes": 0.2}])
+    'Interrupted 2 times: 13 steps (2.9 min) trained after the last checkpoint were lost and redone, not charged to the budget.'
+    """
+    n = len(interruptions)
+    steps = sum(i["lost_steps"] for i in interruptions)
+    minutes = sum(i["lost_minutes"] for i in interruptions)
+    return (f"Interrupted {n} time{'s' if n != 1 else ''}: {steps} step{'s' if steps != 1 else ''} ({minutes:.1f} min) "
+            "trained after the last checkpoint were lost and redone, not charged to the budget.")
 
 
 def _num(x: float | None) -> str:

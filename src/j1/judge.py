@@ -155,6 +155,20 @@ def judging(params: SamplingParams, fmt: JudgeFormat) -> SamplingParams:
     return replace(params, ends_at=fmt.answer_end)
 
 
+def low_confidence(verdict: str, margin: float, min_margin: float) -> bool:
+    """Whether a pair's verdict is low-confidence: not a pick of A or B (inconsistent, tie, invalid), or its
+    log-odds margin for the response it picked (``margin`` is for A) is below ``min_margin``.
+
+    >>> low_confidence("A", 1.9, 1.0), low_confidence("B", 1.9, 1.0), low_confidence("inconsistent", 5.0, 1.0)
+    (False, True, True)
+    >>> low_confidence("B", -0.4, 1.0), low_confidence("B", -1.2, 1.0)
+    (True, False)
+    """
+    if verdict not in ("A", "B"):
+        return True
+    return (margin if verdict == "A" else -margin) < min_margin
+
+
 def judge_pairs(
     backend: Backend,
     fmt: JudgeFormat,

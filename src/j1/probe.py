@@ -274,6 +274,19 @@ def load_judge(model: str | None, base: str | None = None, dtype: str = "float32
     return lm, tokenizer
 
 
+def pair_margins(model, tokenizer, items: Sequence[tuple], *, template: str = "full", prefill: str | None = None,
+                 progress: bool = False) -> list[float]:
+    """The verdict log-odds margin of response A over B for each ``(prompt, response_a, response_b)``, read
+    as ``j1 probe`` reads it: the pair in both orders with a fixed thought (the prefill's, else the
+    probe's), the letters' next-token log-odds, averaged over the orders; > 0 favours A."""
+    from j1.train.data import Pair
+
+    pairs = [Pair(str(k), prompt, a, b, "A") for k, (prompt, a, b) in enumerate(items)]
+    rows = probe_rows(pairs, template=template, thought=thought_of_prefill(prefill) or DEFAULT_THOUGHT)
+    values = verdict_logodds(model, tokenizer, forced_texts(tokenizer, rows), progress=progress)
+    return [p.margin for p in pair_logodds(rows, values)]
+
+
 def check_context(model, tokenizer, texts: Sequence[str], names: Sequence[str]) -> None:
     """Raise ``ContextTooLong`` naming the first text longer than the model's context (its
     ``max_position_embeddings``), before any forward pass: the probe reads one next token, so a text

@@ -1,4 +1,6 @@
-"""run.json: what a run directory needs to be reproduced (config, versions, git revision, times)."""
+"""run.json: what a run directory needs to be reproduced (config, versions, git revision, times), and
+``RunFolder``: the one home of a run folder's rules (created on start, run.json written atomically, the
+settings a ``--resume`` must keep)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +68,82 @@ def write_run_json(path: str | Path, *, command: str, config: Any, started: floa
     }
     write_json_atomic(path, info)
     return info
+
+
+def setting_changes(old: Mapping[str, Any], new: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
+    """Each of ``keys`` that the recorded config ``old`` holds and ``new`` changes, as flags: the one rule
+    for continuing a run. A key ``old`` lacks is not checked (an older j1 did not record it).
+
+    >>> setting_changes({"seed": 0, "limit": 5, "format": "pav"}, {"seed": 1, "limit": 9}, ("seed", "model", "format"))
+    ['--seed was 0, now 1', "--format was 'pav', now None"]
+    """
+    return [f"--{k} was {old[k]!r}, now {new.get(k)!r}" for k in keys if k in old and old[k] != new.get(k)]
+
+
+class RunFolder:
+    """A run's folder: created when this is made, its ``run.json`` written atomically, and the rule
+    for continuing a run in it.
+
+    Args:
+        path: the folder.
+        command: the command run.json records (``eval``, ``attack``, ``j1 train``, ...).
+        started: when the run started (``time.time()``); now when None.
+        resume_keys: the config fields a ``--resume`` must keep (the rest may change between attempts).
+        result: the file whose lines a run appends (``judgments.jsonl``): a folder holding a non-empty
+            one is a run, continued only with ``--resume``.
+
+    >>> import tempfile
+    >>> folder = RunFolder(tempfile.mkdtemp(), command="eval", resume_keys=("seed",))
+    >>> _ = folder.write({"seed": 0, "resume": False}, status="running")
+    >>> folder.check_resume({"seed": 1}, resume=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: --resume ...: the run was made with other settings (--seed was 0, now 1); use the same settings or another --out
+    """
+
+    def __init__(self, path: str | Path, *, command: str, started: float | None = None,
+                 resume_keys: Sequence[str] = (), result: str = "judgments.jsonl"):
+        self.path = Path(path)
+        self.command = command
+        self.started = time.time() if started is None else started
+        self.resume_keys = tuple(resume_keys)
+        self.result = self.path / result
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    def recorded(self) -> dict[str, Any]:
+        """run.json's content; empty when the folder has none yet."""
+        import json
+
+        return json.loads(self.run_json.read_text(encoding="utf-8")) if self.run_json.exists() else {}
+
+    def check_resume(self, config: Any, *, resume: bool) -> None:
+        """Refuse to mix runs: a folder with results needs ``resume``, and ``resume`` needs the recorded
+        ``resume_keys`` unchanged in ``config`` (a dataclass or a mapping).
+
+        Raises:
+            FileExistsError: the folder holds a run and ``resume`` is off.
+            ValueError: ``resume`` with changed settings, naming each as ``--KEY was OLD, now NEW``.
+        """
+        if self.result.exists() and self.result.stat().st_size > 0 and not resume:
+            raise FileExistsError(f"{self.result} exists: pass --resume to continue that run, or choose another --out")
+        if not (resume and self.run_json.exists()):
+            return
+        new = config if isinstance(config, Mapping) else {k: getattr(config, k) for k in self.resume_keys
+                                                           if hasattr(config, k)}
+        changes = setting_changes(self.recorded().get("config", {}), new, self.resume_keys)
+        if changes:
+            raise ValueError(f"--resume {self.path}: the run was made with other settings ({', '.join(changes)}); "
+                             "use the same settings or another --out")
+
+    def clear(self, *names: str) -> None:
+        """Remove outputs a finished run rewrites (a resumed run's old report would look complete)."""
+        for name in names:
+            (self.path / name).unlink(missing_ok=True)
+
+    def write(self, config: Any, **extra: Any) -> dict:
+        """Write run.json (atomically) with the config, versions, times and ``extra``; returns it."""
+        return write_run_json(self.run_json, command=self.command, config=config, started=self.started, **extra)

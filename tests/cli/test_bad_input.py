@@ -124,7 +124,7 @@ CASES = [
     ("train: missing train file", ["train", "--train_file", "{d}/missing.jsonl", "--output_dir", "{o}", *CPU],
      "{d}/missing.jsonl: no such file or folder", "{o}"),
     ("train: malformed line", ["train", "--train_file", "{d}/math_badjson.jsonl", "--output_dir", "{o}", *CPU],
-     "{d}/math_badjson.jsonl:1: missing field 'id'", "{o}"),
+     "{d}/math_badjson.jsonl:1: missing field 'prompt'", "{o}"),
     ("train: row without a field", ["train", "--train_file", "{d}/pairs_nofield.jsonl", "--output_dir", "{o}", *CPU],
      "{d}/pairs_nofield.jsonl:2: missing field 'rejected'", "{o}"),
     ("train: empty train file", ["train", "--train_file", "{d}/empty.jsonl", "--output_dir", "{o}", *CPU],

@@ -33,6 +33,8 @@ INPUTS = {
     "pairs.jsonl": json.dumps(GOOD_PAIR) + "\n",
     # chosen/rejected rows (one response each side): not the K responses j1 consistency needs
     "chosen_rejected.jsonl": json.dumps(GOOD_PAIR) + "\n",
+    # j1 label: a row with one response has no pair to judge
+    "one_response.jsonl": json.dumps({"prompt": "2+2?", "responses": ["4"]}) + "\n",
     "emptydir/.keep": "",
     "badrun/run.json": "{not json",
     "badrun/judgments.jsonl": "",
@@ -126,6 +128,15 @@ CASES = [
      "chosen_rejected.jsonl:1"),
     ("consistency: invalid value", ["consistency", "--data", "pairs.jsonl", "--out", "out", "--responses", "2"],
      "--responses 2"),
+    # label
+    ("label: missing", ["label", "--data", "missing.jsonl", "--out", "out"], "missing.jsonl"),
+    ("label: empty", ["label", "--data", "empty.jsonl", "--out", "out"], "empty.jsonl"),
+    ("label: malformed", ["label", "--data", "bad.jsonl", "--out", "out"], "bad.jsonl:1"),
+    ("label: wrong schema", ["label", "--data", "wrong.jsonl", "--out", "out"], "wrong.jsonl:1: missing field 'prompt'"),
+    ("label: one response", ["label", "--data", "one_response.jsonl", "--out", "out"],
+     "one_response.jsonl:1: field 'responses' has 1"),
+    ("label: invalid value", ["label", "--data", "pairs.jsonl", "--out", "out", "--keep", "some"], "--keep 'some'"),
+    ("label: pointwise format", ["label", "--data", "pairs.jsonl", "--out", "out", "--format", "pos"], "j1 label"),
     # compare
     ("compare: missing", ["compare", "norun"], "norun"),
     ("compare: empty", ["compare", "emptydir"], "emptydir"),

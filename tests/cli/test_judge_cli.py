@@ -12,7 +12,7 @@ from j1.backends import Completion
 from j1.cli.judge_cmd import render_text
 from j1.cli.main import main
 from j1.formats import get_format
-from j1.judge import assemble, to_sample
+from j1.judge import assemble, low_confidence, to_sample
 
 J1 = [sys.executable, "-m", "j1.cli.main"]
 PAIR = ["--prompt", "What is the capital of Australia?", "--response-a", "Canberra.", "--response-b", "Sydney."]
@@ -59,6 +59,9 @@ def test_judge_defaults_to_the_shipped_judge_offline(tmp_path):
         assert sample["verdict"] != "invalid", sample  # the trained judge writes a verdict after its prefill
         # its answer ends where it ends: a complete answer stops, with nothing after the closing tag
         assert sample["finish_reason"] == "stop" and sample["text"].endswith("</answer>"), sample
+    # the verdict's log-odds margin, as j1 probe reads it, and whether it is low-confidence
+    assert isinstance(out["margin"], float)
+    assert out["low_confidence"] == low_confidence(out["verdict"], out["margin"], 1.0)
 
 
 def test_judge_base_model_zero_shot_says_why_it_is_invalid():

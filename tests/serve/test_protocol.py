@@ -139,7 +139,7 @@ def test_parse_reward_request_strips_prompts():
     ({"query": ["a", "b"], "prompts": ["a"]}, True, "'query' has 2 items and 'prompts' 1"),
     ({"query": [], "prompts": []}, True, "'query' is empty"),
     ({"query": ["Q a", "x"], "prompts": ["Q ", "Q "]}, True, "query 1: the query does not start with its prompt"),
-    ({"query": ["Q a"], "prompts": ["Q "]}, True, "missing field 'labels'"),
+    ({"query": ["Q a"], "prompts": ["Q "]}, True, None),  # no labels: the group reward (win rate)
     ({"query": ["Q a"], "prompts": ["Q "], "labels": ["x", "y"]}, True, "'labels' has 2 items and 'query' 1"),
     ({"query": ["Q a"], "prompts": ["Q "], "labels": [True]}, True, r"'labels'\[0\] must be a string, got a boolean"),
     ({"query": ["Q a"], "prompts": ["Q "], "labels": [{}]}, False, None),  # pointwise ignores labels

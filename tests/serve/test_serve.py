@@ -135,6 +135,8 @@ def test_v1_judge_on_the_tiny_model_matches_j1_judge(tiny_model, one_torch_threa
     assert main(["judge", "--model", str(tiny_model), "--prompt", pair["prompt"], "--response-a", pair["response_a"],
                  "--response-b", pair["response_b"], "--max-new-tokens", "16", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
+    # j1 judge adds the probe's margin (a second pass the reward server does not make); the rest is the same
+    assert isinstance(cli.pop("margin"), float) and isinstance(cli.pop("low_confidence"), bool)
     with load_judge(str(tiny_model), max_new_tokens=16) as judge, running_app(judge) as (url, _):
         got = post(url, "/v1/judge", pair).json()
         rewards = post(url, "/get_reward", {"query": ["Q: 5", "Q: 6"], "prompts": ["Q: ", "Q: "],
@@ -166,7 +168,8 @@ def test_health_and_models(served):
     ("/get_reward", b"{not json", "invalid_json", "the body is not valid JSON"),
     ("/get_reward", b"[1]", "invalid_request", "the body must be a JSON object"),
     ("/get_reward", b'{"prompts": ["Q"]}', "invalid_request", "missing field 'query'"),
-    ("/get_reward", b'{"query": ["Q a"], "prompts": ["Q "]}', "invalid_request", "missing field 'labels'"),
+    ("/get_reward", b'{"query": ["Q a"], "prompts": ["Q "], "labels": null, "k": 1}', "unknown_field",
+     "unknown field 'k'"),
     ("/get_reward", b'{"query": ["a"], "prompts": ["Q "], "labels": ["b"]}', "invalid_request",
      "query 0: the query does not start"),
     ("/get_reward", b'{"query": ["Q a"], "prompts": ["Q "], "labels": ["b"], "lables": ["b"]}', "unknown_field",

@@ -88,7 +88,7 @@ def test_mix_rows(tmp_path):
     [
         ([GOOD, {"id": "a", "prompt": "q", "chosen": "c"}], "p.jsonl:2: missing field 'rejected'"),
         ([GOOD, {"id": "a", "prompt": 3, "chosen": "c", "rejected": "r", "kind": "k", "source": "s"}],
-         "p.jsonl:2: field 'prompt' must be str"),
+         "p.jsonl:2: field 'prompt' must be a string"),
         ([_mix(), _mix(order="XY")], "p.jsonl:2: field 'order' must be AB or BA"),
         ([_mix(), _mix(order="BA", label_shown="B")], "p.jsonl:2: field 'label_shown'"),
         ([_mix()], "pair 'm1' has only order"),

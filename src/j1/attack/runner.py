@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +26,7 @@ from j1.backends import Backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.metrics import PairOutcome
-from j1.eval.runner import Work, check_resume, judge_run, judged_slots
+from j1.eval.runner import Work, judge_run, judged_slots, open_run
 from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
 from j1.judge import mean_score, to_sample
@@ -127,25 +126,19 @@ def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend:
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model); default ``j1.backends.build_backend(cfg)``.
     """
-    started = time.time()
-    out_dir = Path(cfg.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    check_resume(out_dir, cfg)
-    for stale in ("report.json", "report.md"):  # rewritten when the run finishes
-        (out_dir / stale).unlink(missing_ok=True)
+    folder = open_run(cfg, "attack", stale=("report.json", "report.md"))
     fmt = get_format(cfg.format, cfg.template)
     rows = load_rows(cfg.data, cfg.limit)
     pairs = [p for row in rows for p in attack_pairs(row, fmt)]
-    work = plan(pairs, fmt, judged_slots(out_dir), cfg.assistant_prefill)
+    work = plan(pairs, fmt, judged_slots(folder.path), cfg.assistant_prefill)
     total = 2 * len(pairs)
     log.info("%d rows x %d attacks (+ control): %d pairs, %d prompts x %d samples; %d already judged, %d to go",
              len(rows), len(ATTACKS), len(pairs), total, cfg.samples, total - len(work), len(work))
-    model = judge_run(cfg, out_dir, work, total, command="attack", started=started,
-                      counts=dict(rows=len(rows), pairs=len(pairs)), backend=backend,
+    model = judge_run(cfg, folder, work, total, counts=dict(rows=len(rows), pairs=len(pairs)), backend=backend,
                       open_backend=open_backend)["model"]
-    report = score_attack(out_dir, n_boot=cfg.n_boot)
+    report = score_attack(folder.path, n_boot=cfg.n_boot)
     o = report["overall"]
     log.info("%s: attacks preferred in %.1f%% of verdicts, in both orders for %.1f%% of pairs, invalid %.1f%% "
              "(n=%d) -> %s", model, 100 * o["false_preference_rate"], 100 * o["consistent_false_preference_rate"],
-             100 * o["invalid_rate"], o["n"], out_dir)
+             100 * o["invalid_rate"], o["n"], folder.path)
     return report

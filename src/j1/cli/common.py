@@ -165,10 +165,12 @@ def yaml_errors() -> tuple[type[Exception], ...]:
 def user_errors() -> tuple[type[Exception], ...]:
     """What bad input raises: a missing or unreadable file (OSError), a malformed row or a bad value
     (ValueError; RowError names file:line and field), a malformed YAML, a server that cannot be reached
-    (BackendError, after its retries). ``j1`` prints these as one line."""
+    (BackendError, after its retries), a package to install (MissingPackage: the line names the command).
+    ``j1`` prints these as one line."""
     from j1.backends.base import BackendError
+    from j1.models import MissingPackage
 
-    return (OSError, ValueError, BackendError, *yaml_errors())
+    return (OSError, ValueError, BackendError, MissingPackage, *yaml_errors())
 
 
 def error_message(exc: BaseException) -> str:

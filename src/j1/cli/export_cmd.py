@@ -30,7 +30,7 @@ from pathlib import Path
 from j1.cli.common import parse, removed_on_error, setup_logging
 from j1.cli.configs.export import ExportVerlConfig
 from j1.export_spec import ExportJudgeSpec
-from j1.runinfo import write_run_json
+from j1.runinfo import RunFolder
 from j1.schema import temp_file_beside
 
 log = logging.getLogger(__name__)
@@ -123,14 +123,14 @@ def run_export_verl(cfg: ExportVerlConfig) -> dict:
             raise ValueError(f"{src}: no pairs")
         rendered.append((src, len(pairs), verl_rows(pairs, cfg.format, template=cfg.template,
                                                    data_source=cfg.data_source)))
-    out.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder(out, command="j1 export verl", started=started)
     files = {}
     for src, n_pairs, rows in rendered:
         target = out / f"{Path(src).stem}.parquet"
         write_parquet_atomic(rows, target)
         files[str(target)] = {"source": src, "pairs": n_pairs, "rows": len(rows)}
         log.info("%d pairs -> %d rows -> %s", n_pairs, len(rows), target)
-    return write_run_json(out / "run.json", command="j1 export verl", config=cfg, started=started, files=files)
+    return folder.write(cfg, files=files)
 
 
 def main(argv: Sequence[str]) -> int:

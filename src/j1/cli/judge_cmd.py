@@ -9,11 +9,17 @@ from collections.abc import Sequence
 from j1.cli.common import build_backend, check_hub_inputs, parse, setup_logging
 from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
-from j1.judge import Judgment, Sample, first_error, judge_pairs, judge_single, to_json
+from j1.judge import Judgment, Sample, first_error, judge_pairs, judge_single, low_confidence, to_json
 from j1.pairs import Order, Verdict
 
 
 def run(cfg: JudgeConfig) -> Judgment | dict:
+    return judge_with_margin(cfg)[0]
+
+
+def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
+    """The judgment, and for a local pav judge its verdict's log-odds margin for A (``j1.probe.pair_margins``:
+    a second pass over the pair, so only ``j1 judge`` reads it, not the reward server); None otherwise."""
     fmt = get_format(cfg.format, cfg.template)
     backend = build_backend(cfg)
     try:
@@ -21,8 +27,15 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
         if cfg.truncate != "error":  # responses shortened to fit the judge's context (j1.limits)
             a, b = _fit(cfg, fmt, backend)
         if b is None:  # pointwise, one response
-            return judge_single(backend, fmt, cfg.prompt, a, cfg.sampling_params(), cfg.assistant_prefill)
-        return judge_pairs(backend, fmt, [(cfg.prompt, a, b)], cfg.sampling_params(), cfg.assistant_prefill)[0]
+            return judge_single(backend, fmt, cfg.prompt, a, cfg.sampling_params(), cfg.assistant_prefill), None
+        result = judge_pairs(backend, fmt, [(cfg.prompt, a, b)], cfg.sampling_params(), cfg.assistant_prefill)[0]
+        margin = None
+        if fmt.name == "pav" and hasattr(backend, "model"):
+            from j1.probe import pair_margins
+
+            (margin,) = pair_margins(backend.model, backend.tokenizer, [(cfg.prompt, a, b)], template=fmt.template_name,
+                                     prefill=cfg.assistant_prefill)
+        return result, margin
     finally:
         backend.close()
 
@@ -98,11 +111,16 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(JudgeConfig, argv, prog="j1 judge")
     check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    result = run(cfg)
+    result, margin = judge_with_margin(cfg)
+    extra = {} if margin is None else {"margin": round(margin, 4),
+                                       "low_confidence": low_confidence(str(result.verdict), margin, cfg.min_margin)}
     if cfg.json:
-        payload = to_json(result)
-        json.dump(payload, sys.stdout, ensure_ascii=False)
+        json.dump({**to_json(result), **extra}, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         print(render_text(result))
+        if extra:
+            low = "low confidence" if extra["low_confidence"] else "confident"
+            print(f"margin: {margin:+.2f} (log-odds for A, both orders, as j1 probe reads them): {low} "
+                  f"(--min_margin {cfg.min_margin:g})")
     return 0

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("j1.cli.probe_cmd", "read a pav judge's verdict log-odds in both orders: content margin, position bias"),
     "export": ("j1.cli.export_cmd", "training pairs for another engine: export verl writes verl RL-dataset parquet"),
     "attack": ("j1.cli.attack_cmd", "how easily is a judge fooled: master keys, injected verdicts, padded answers"),
+    "label": ("j1.cli.label_cmd", "unlabelled responses -> a TRL preference dataset, judged in both orders"),
     "consistency": ("j1.cli.consistency_cmd", "label-free consistency over K responses per prompt: IPI, TOV, cycles"),
     "compare": ("j1.cli.compare_cmd", "several finished runs side by side: judges by benchmark"),
 }

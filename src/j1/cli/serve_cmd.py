@@ -94,7 +94,7 @@ def main(argv: Sequence[str]) -> int:
         from j1.serve.app import ServerSettings, create_app
     except ImportError as exc:
         return _fail(f"j1 serve needs the serve extra ({exc.name} is missing): pip install 'j1[serve]'")
-    from j1.api import load_judge
+    from j1.api import JUDGING_KEYS, load_judge
 
     # Only the CLI reads environment variables: this server's key and the upstream judge's.
     key = None
@@ -113,9 +113,7 @@ def main(argv: Sequence[str]) -> int:
         judge = load_judge(
             cfg.model, base_url=cfg.base_url,
             api_key=os.environ.get(cfg.upstream_api_key_env) if cfg.base_url else None,
-            format=cfg.format, template=cfg.template, assistant_prefill=cfg.assistant_prefill,
-            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, samples=cfg.samples,
-            top_p=cfg.top_p, seed=cfg.seed, **cfg.backend_kwargs(),
+            **{k: getattr(cfg, k) for k in JUDGING_KEYS}, top_p=cfg.top_p, seed=cfg.seed, **cfg.backend_kwargs(),
         )
     except (OSError, ValueError, RuntimeError) as exc:
         # A missing judge folder, an unreachable upstream (BackendError), a bad manifest: say which.
@@ -127,7 +125,7 @@ def main(argv: Sequence[str]) -> int:
         max_batch=serve_batch(cfg.max_batch, device), max_queue=cfg.max_queue, batch_wait_s=cfg.batch_wait_ms / 1000,
         max_body_bytes=cfg.max_body_bytes, api_key=key, request_timeout_s=cfg.request_timeout,
         shutdown_timeout_s=cfg.shutdown_timeout, max_context=cfg.max_context, truncate=cfg.truncate,
-        error_reward=cfg.error_reward)
+        error_reward=cfg.error_reward, group_opponents=cfg.group_opponents)
     try:
         app = create_app(judge, settings)
     except ValueError as exc:  # --max_new_tokens leaves no room in the model's context

@@ -53,8 +53,13 @@ def main(argv: Sequence[str]) -> int:
 
     launched = os.environ.get("WORLD_SIZE")  # set by accelerate launch / torchrun
     check_launch_world_size(j1cfg.world_size, int(launched) if launched else None)
+    from j1.train.callbacks import TrainingInterrupted
     from j1.train.recipe import run_train
 
-    with removed_on_error(grpo_args.output_dir):  # a failed start leaves no empty run folder
-        run_train(j1cfg, grpo_args, model_args)
+    try:
+        with removed_on_error(grpo_args.output_dir):  # a failed start leaves no empty run folder
+            run_train(j1cfg, grpo_args, model_args)
+    except TrainingInterrupted as exc:
+        sys.stderr.write(f"j1 train: {exc}, checkpoint saved; continue with --resume_from_checkpoint latest\n")
+        return 128 + exc.signum
     return 0

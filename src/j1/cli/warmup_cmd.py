@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
@@ -25,8 +26,13 @@ def main(argv: Sequence[str]) -> int:
     cfg, sft_args, model_args = parse_warmup(argv)
     check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
+    from j1.train.callbacks import TrainingInterrupted
     from j1.train.warmup import run_warmup
 
-    with removed_on_error(sft_args.output_dir):  # a failed start leaves no empty run folder
-        run_warmup(cfg, sft_args, model_args)
+    try:
+        with removed_on_error(sft_args.output_dir):  # a failed start leaves no empty run folder
+            run_warmup(cfg, sft_args, model_args)
+    except TrainingInterrupted as exc:
+        sys.stderr.write(f"j1 warmup: {exc}, checkpoint saved; continue with --resume_from_checkpoint latest\n")
+        return 128 + exc.signum
     return 0

@@ -12,18 +12,17 @@ DIR/responses.jsonl so a resumed run judges the same ones).
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from j1.backends import Backend, SamplingParams, make_backend
+from j1.data.pairs_io import prompt_text, response_list
 from j1.eval.consistency_scoring import score_consistency
 from j1.eval.items import Item, item_prompts
-from j1.eval.runner import check_resume, judge_run, judged_slots, plan
+from j1.eval.runner import judge_run, judged_slots, open_run, plan
 from j1.formats import get_format
 from j1.schema import RowError, read_json_rows, require, write_jsonl_atomic
 
@@ -46,18 +45,16 @@ class ResponseSet:
 
 
 def _responses(row: dict, where: str) -> list[str]:
-    """``responses`` (a list), or RewardBench 2's ``chosen`` + ``rejected`` lists in that order."""
+    """``responses`` (a list), or ``chosen`` + ``rejected`` in that order: a pair row in any form
+    ``j1.data.pairs_io`` reads (strings, assistant messages) or RewardBench 2's lists of strings."""
     if "responses" in row:
         values = require(row, "responses", list, where)
-        key = "responses"
-    elif "chosen" in row and "rejected" in row:
-        values = require(row, "chosen", list, where) + require(row, "rejected", list, where)
-        key = "chosen/rejected"
-    else:
-        raise RowError(f"{where}: missing field 'responses' (a list of strings; or 'chosen' and 'rejected' lists)")
-    if not all(isinstance(v, str) for v in values):
-        raise RowError(f"{where}: field {key!r} must hold strings only")
-    return values
+        if not all(isinstance(v, str) for v in values):
+            raise RowError(f"{where}: field 'responses' must hold strings only")
+        return values
+    if "chosen" in row and "rejected" in row:
+        return response_list(row["chosen"], "chosen", where) + response_list(row["rejected"], "rejected", where)
+    raise RowError(f"{where}: missing field 'responses' (a list of strings; or 'chosen' and 'rejected')")
 
 
 def load_response_sets(path: str | Path, k: int | None, limit: int | None = None) -> list[ResponseSet]:
@@ -73,7 +70,7 @@ def load_response_sets(path: str | Path, k: int | None, limit: int | None = None
         if limit is not None and len(sets) >= limit:
             break
         where = f"{path}:{lineno}"
-        prompt = require(row, "prompt", str, where)
+        prompt = prompt_text(require(row, "prompt", (str, list), where), where)
         rid = str(row.get("id", lineno))
         if rid in seen:
             raise RowError(f"{where}: field 'id' {rid!r} repeats an earlier row; ids must be unique")
@@ -105,18 +102,6 @@ def sample_response_sets(backend: Backend, prompts: list[ResponseSet], k: int, p
     return [ResponseSet(p.id, p.prompt, [c.text for c in comps[:k]]) for p, comps in zip(prompts, outs, strict=True)]
 
 
-def _check_extra_resume(out_dir: Path, cfg: ConsistencySpec) -> None:
-    path = out_dir / "run.json"
-    if not (cfg.resume and path.exists()):
-        return
-    old = json.loads(path.read_text(encoding="utf-8")).get("config", {})
-    diff = [k for k in EXTRA_RESUME_KEYS if k in old and old[k] != getattr(cfg, k)]
-    if diff:
-        detail = ", ".join(f"--{k} was {old[k]!r}, now {getattr(cfg, k)!r}" for k in diff)
-        raise ValueError(f"--resume {out_dir}: the run was made with other settings ({detail}); "
-                         "use the same settings or another --out")
-
-
 def _response_sets(cfg: ConsistencySpec, out_dir: Path, open_sampler: Callable[[], Backend] | None) -> list[ResponseSet]:
     """The data's response sets, or sampled ones (reused from DIR/responses.jsonl when present)."""
     data = cfg.data or str(SHIPPED_SETS)  # set by the config; the default for callers passing None
@@ -141,24 +126,17 @@ def run_consistency(cfg: ConsistencySpec, backend: Backend | None = None, *, ope
                     open_sampler: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 consistency`` for a ConsistencyConfig; returns the metrics (see ``run_eval`` for the
     backend arguments; ``open_sampler`` builds the ``--sampler-model`` backend)."""
-    started = time.time()
-    out_dir = Path(cfg.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    check_resume(out_dir, cfg)
-    _check_extra_resume(out_dir, cfg)
-    for stale in ("metrics.json", "report.md"):
-        (out_dir / stale).unlink(missing_ok=True)
+    folder = open_run(cfg, "consistency", stale=("metrics.json", "report.md"), extra_keys=EXTRA_RESUME_KEYS)
     fmt = get_format(cfg.format, cfg.template)
-    items = [to_item(s) for s in _response_sets(cfg, out_dir, open_sampler)]
-    work = plan(items, fmt, judged_slots(out_dir), cfg.assistant_prefill)
+    items = [to_item(s) for s in _response_sets(cfg, folder.path, open_sampler)]
+    work = plan(items, fmt, judged_slots(folder.path), cfg.assistant_prefill)
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("consistency: %d prompts x %d responses, %d judge prompts x %d samples; %d already judged, %d to go",
              len(items), cfg.responses, total, cfg.samples, total - len(work), len(work))
-    judge_run(cfg, out_dir, work, total, command="consistency", started=started, counts=dict(items=len(items)),
-              backend=backend, open_backend=open_backend)
-    metrics = score_consistency(out_dir, n_boot=cfg.n_boot)
+    judge_run(cfg, folder, work, total, counts=dict(items=len(items)), backend=backend, open_backend=open_backend)
+    metrics = score_consistency(folder.path, n_boot=cfg.n_boot)
     o = metrics["overall"]
     log.info("consistency %s: IPI %.3f, TOV %.2f (rate %.3f), intransitive %s, invalid %.3f (n=%d) -> %s", fmt.name,
              o["ipi"], o["tov"], o["tov_rate"], "–" if o["intransitive_rate"] is None else f"{o['intransitive_rate']:.3f}",
-             o["invalid_rate"], metrics["n"], out_dir)
+             o["invalid_rate"], metrics["n"], folder.path)
     return metrics

@@ -29,7 +29,8 @@ from j1.eval.report import write_report
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
 from j1.judge import judging
-from j1.runinfo import write_run_json
+from j1.judges import Manifest
+from j1.runinfo import RunFolder
 from j1.schema import JsonlAppender, write_json_atomic
 
 if TYPE_CHECKING:
@@ -38,9 +39,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Config fields that must match for --resume to continue a run (the rest, e.g. --limit,
-# --concurrency or the server's --base-url, may change between attempts).
-RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "format", "template", "assistant_prefill", "model",
-               "samples", "temperature", "top_p", "max_new_tokens", "seed", "rb2_mode", "rb2_rotations")
+# --concurrency or the server's --base-url, may change between attempts): what is judged, by which
+# judge, asked how (the manifest's judging keys), and the seed.
+RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "model", *Manifest.DEFAULTS, "top_p", "seed",
+               "rb2_mode", "rb2_rotations")
 
 
 class TooManyErrors(RuntimeError):
@@ -119,22 +121,14 @@ def judge_stream(
     return errors
 
 
-def check_resume(out_dir: Path, cfg) -> None:
-    """Refuse to mix runs: an existing judgments file needs --resume, and --resume needs the same
-    judging config as the run it continues."""
-    judgments = out_dir / "judgments.jsonl"
-    if judgments.exists() and judgments.stat().st_size > 0 and not cfg.resume:
-        raise FileExistsError(f"{judgments} exists: pass --resume to continue that run, or choose another --out")
-    run_json = out_dir / "run.json"
-    if cfg.resume and run_json.exists():
-        import json
-
-        old = json.loads(run_json.read_text(encoding="utf-8")).get("config", {})
-        diff = [k for k in RESUME_KEYS if k in old and old[k] != getattr(cfg, k)]
-        if diff:
-            detail = ", ".join(f"--{k} was {old[k]!r}, now {getattr(cfg, k)!r}" for k in diff)
-            raise ValueError(f"--resume {out_dir}: the run was made with other settings ({detail}); "
-                             "use the same settings or another --out")
+def open_run(cfg, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str, ...] = ()) -> RunFolder:
+    """The run folder ``cfg.out`` of a judging command, checked for ``--resume`` (``RESUME_KEYS`` and
+    ``extra_keys``), with the ``stale`` outputs of an earlier attempt removed: they are rewritten
+    (atomically) when the run finishes, and would look complete while judging goes on."""
+    folder = RunFolder(cfg.out, command=command, resume_keys=RESUME_KEYS + extra_keys)
+    folder.check_resume(cfg, resume=cfg.resume)
+    folder.clear(*stale)
+    return folder
 
 
 def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
@@ -161,13 +155,6 @@ def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
     return metrics
 
 
-def _recorded_model(out_dir: Path) -> str | None:
-    import json
-
-    path = out_dir / "run.json"
-    return json.loads(path.read_text(encoding="utf-8")).get("model") if path.exists() else None
-
-
 def judged_slots(out_dir: Path) -> set[tuple[str, str]]:
     """The (item id, slot) pairs already judged without error in ``out_dir/judgments.jsonl`` (resume)."""
     judgments = out_dir / "judgments.jsonl"
@@ -176,21 +163,21 @@ def judged_slots(out_dir: Path) -> set[tuple[str, str]]:
     return {(r.id, s) for r in read_judgments(judgments).values() for s, line in r.slots.items() if line.error is None}
 
 
-def judge_run(cfg, out_dir: Path, work: list[Work], total: int, *, command: str, started: float, counts: dict,
+def judge_run(cfg, folder: RunFolder, work: list[Work], total: int, *, counts: dict,
               backend: Backend | None = None, open_backend: Callable[[], Backend] | None = None) -> dict:
-    """Judge ``work`` into ``out_dir/judgments.jsonl`` with run.json kept current: the one judging step of
+    """Judge ``work`` into the folder's judgments.jsonl with run.json kept current: the one judging step of
     ``j1 eval``, ``j1 attack`` and ``j1 consistency``. The backend is opened only when work is left (a
     finished run resumed loads no model) and closed if opened here. Returns run.json's info."""
     own_backend = backend is None and bool(work)
     if own_backend:
         backend = open_backend() if open_backend is not None else build_backend(cfg)
     # Nothing left to judge: no model is loaded; keep the recorded name.
-    model = backend.model_name if backend is not None else _recorded_model(out_dir) or cfg.model or "default"
+    model = backend.model_name if backend is not None else folder.recorded().get("model") or cfg.model or "default"
     info = dict(model=model, **counts, prompts=total, status="running")
-    write_run_json(out_dir / "run.json", command=command, config=cfg, started=started, **info)
+    folder.write(cfg, **info)
     t0 = time.time()
     try:
-        with JsonlAppender(out_dir / "judgments.jsonl") as out:
+        with JsonlAppender(folder.result) as out:
             params = judging(cfg.sampling_params(), get_format(cfg.format, cfg.template))
             errors = judge_stream(backend, work, params, out,
                                   max_errors=cfg.max_error_rate * total, progress=cfg.progress) if work else 0
@@ -200,7 +187,7 @@ def judge_run(cfg, out_dir: Path, work: list[Work], total: int, *, command: str,
     info.update(status="complete", prompts_judged_now=len(work), errors_now=errors,
                 generation_seconds=round(time.time() - t0, 3),
                 usage=vars(backend.usage) if backend is not None else None)
-    write_run_json(out_dir / "run.json", command=command, config=cfg, started=started, **info)
+    folder.write(cfg, **info)
     return info
 
 
@@ -230,8 +217,8 @@ def fit_items(items: list[Item], fmt, cfg, backend: Backend,
     return out, shortened
 
 
-def judge_with_limits(cfg, items: list[Item], fmt, out_dir: Path, total: int, *, command: str, started: float,
-                      counts: dict, backend: Backend | None, open_backend: Callable[[], Backend] | None,
+def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int, *, counts: dict,
+                      backend: Backend | None, open_backend: Callable[[], Backend] | None,
                       prompts: Callable[[Item], list] | None = None) -> dict:
     """``plan`` then ``judge_run``, with ``--truncate left|middle`` applied first: the backend is then opened
     before the plan (shortening counts the judge's tokens) and ``counts`` gains ``truncated``."""
@@ -241,11 +228,10 @@ def judge_with_limits(cfg, items: list[Item], fmt, out_dir: Path, total: int, *,
             backend = own = open_backend() if open_backend is not None else build_backend(cfg)
         items, counts["truncated"] = fit_items(items, fmt, cfg, backend, prompts)
     try:
-        work = plan(items, fmt, judged_slots(out_dir), cfg.assistant_prefill, prompts)
+        work = plan(items, fmt, judged_slots(folder.path), cfg.assistant_prefill, prompts)
         log.info("%d prompts x %d samples; %d already judged, %d to go", total, cfg.samples, total - len(work),
                  len(work))
-        return judge_run(cfg, out_dir, work, total, command=command, started=started, counts=counts,
-                         backend=backend, open_backend=open_backend)
+        return judge_run(cfg, folder, work, total, counts=counts, backend=backend, open_backend=open_backend)
     finally:
         if own is not None:
             own.close()
@@ -261,24 +247,17 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
             finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
             the environment; the default, ``j1.backends.build_backend(cfg)``, sends none.
     """
-    started = time.time()
-    out_dir = Path(cfg.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    check_resume(out_dir, cfg)
-    # A resumed run's old metrics/report would look complete while judging goes on: remove them;
-    # they are rewritten (atomically) when the run finishes.
-    for stale in ("metrics.json", "report.md"):
-        (out_dir / stale).unlink(missing_ok=True)
+    folder = open_run(cfg, "eval", stale=("metrics.json", "report.md"))
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
     prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
     total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
     log.info("%s: %d items", bench.name, len(items))
-    judge_with_limits(cfg, items, fmt, out_dir, total, command="eval", started=started,
-                      counts=dict(items=len(items)), backend=backend, open_backend=open_backend, prompts=prompts)
-    metrics = score_run(out_dir, n_boot=cfg.n_boot)
+    judge_with_limits(cfg, items, fmt, folder, total, counts=dict(items=len(items)), backend=backend,
+                      open_backend=open_backend, prompts=prompts)
+    metrics = score_run(folder.path, n_boot=cfg.n_boot)
     log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
              metrics["overall"]["accuracy"], metrics["overall"]["consistent_accuracy"],
-             metrics["overall"]["invalid_rate"], metrics["n"], out_dir)
+             metrics["overall"]["invalid_rate"], metrics["n"], folder.path)
     return metrics

@@ -12,6 +12,8 @@ from j1.formats.templates import get_template, quote_parts
 from j1.pairs import Parsed
 
 Messages = list[dict[str, str]]
+# What a judge is asked about: the user's request as text, or the conversation that led to the responses.
+Prompt = str | Messages
 
 _CLOSE_TAG = re.compile(r"</[^<>]+>")
 POSITIONS = ("A", "B", "C", "D")  # the letters shown responses go by, first shown first
@@ -39,6 +41,39 @@ def fence_nonce(*texts: str) -> str:
         if not any(nonce in t for t in texts):
             return nonce
     raise ValueError("could not find a delimiter absent from the texts")  # needs ~16^8 adversarial texts
+
+
+def request_text(prompt: Prompt) -> str:
+    """The request as the judge reads it: a string as it is; a conversation (chat messages) as its
+    transcript, one ``role: text`` block per turn (one user message is just its text), so a multi-turn
+    request keeps its turns inside the request fence.
+
+    Raises:
+        ValueError: not a string nor a non-empty list of ``{"role": str, "content": str}``, naming the message.
+
+    >>> request_text([{"role": "user", "content": "hi"}])
+    'hi'
+    >>> print(request_text([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+    ...                     {"role": "user", "content": "and?"}]))
+    user: hi
+    <BLANKLINE>
+    assistant: yo
+    <BLANKLINE>
+    user: and?
+    """
+    if isinstance(prompt, str):
+        return prompt
+    if not isinstance(prompt, list):
+        raise ValueError(f"must be a string or a list of chat messages, got {type(prompt).__name__}")
+    if not prompt:
+        raise ValueError("is an empty list; give a string or a list of chat messages")
+    for n, m in enumerate(prompt, start=1):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            shown = repr(m) if len(repr(m)) <= 80 else repr(m)[:77] + "..."
+            raise ValueError(f"message {n} must be an object with string 'role' and 'content', got {shown}")
+    if len(prompt) == 1 and prompt[0]["role"] == "user":
+        return prompt[0]["content"]
+    return "\n\n".join(f"{m['role']}: {m['content']}" for m in prompt)
 
 
 def fenced(label: str, text: str, nonce: str) -> str:
@@ -116,8 +151,9 @@ class JudgeFormat(ABC):
         return pick
 
     @abstractmethod
-    def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
-        """Chat messages asking the judge about the responses, in the positions given (A shown first)."""
+    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None) -> Messages:
+        """Chat messages asking the judge about the responses, in the positions given (A shown first);
+        a conversation ``prompt`` is shown as its transcript (``request_text``)."""
 
     @abstractmethod
     def parse(self, text: str) -> Parsed:

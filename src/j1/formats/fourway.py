@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from j1.formats.base import POSITIONS, JudgeFormat, Messages, fence_nonce, fenced
+from j1.formats.base import POSITIONS, JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
 from j1.formats.grammar import invalid, parse_answer, split_thought
 from j1.formats.templates import first_words
 from j1.pairs import Parsed
@@ -71,8 +71,9 @@ class FourWay(JudgeFormat):
     def task(self) -> str:
         return _TASK["full" if self.template_name == "full" else "compact"]
 
-    def render(self, prompt: str, response_a: str, response_b: str | None = None,
+    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None,
                response_c: str | None = None, response_d: str | None = None) -> Messages:
+        prompt = request_text(prompt)
         shown = [response_a, response_b, response_c, response_d]
         if any(r is None for r in shown):
             raise ValueError("format 'fourway' shows four responses: pass response_a to response_d")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from j1.formats.base import JudgeFormat, Messages, fence_nonce, fenced
+from j1.formats.base import JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
 from j1.formats.grammar import invalid, parse_answer, parse_score, split_thought
 from j1.pairs import Parsed, compare_scores
 
@@ -12,8 +12,9 @@ from j1.pairs import Parsed, compare_scores
 class _Pairwise(JudgeFormat):
     arity = 2
 
-    def render(self, prompt: str, response_a: str, response_b: str | None = None) -> Messages:
+    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None) -> Messages:
         self._check_arity(response_b)
+        prompt = request_text(prompt)
         nonce = fence_nonce(prompt, response_a, response_b)
         fences = [fenced("request", prompt, nonce), fenced("response_A", response_a, nonce),
                   fenced("response_B", response_b, nonce)]

@@ -7,7 +7,11 @@ judge's invalid and flip rates go to ``log_metric`` (logged beside TRL's own met
 ``<name>/invalid_rate``, ``<name>/flip_rate``) and stay on the object as ``last_logs``.
 
 Rewards are ``j1 serve``'s (``j1.serve.protocol``): pairwise, the share of judge samples over both
-orders that prefer the completion over the reference answer; pointwise, the score / 10.
+orders that prefer the completion over the reference answer; pointwise, the score / 10; group (no
+reference), the completion's win rate against the other completions of its prompt
+(``j1.rewards.group``: a tie is half a win, invalid votes are dropped, no valid vote gives 0.5).
+The same callable is a reward of TRL's online DPO (``trl.experimental.online_dpo``, which compares
+the two completions of each prompt by their rewards).
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from j1.rewards.group import group_plan
 from j1.rewards.trl_funcs import completion_text
-from j1.serve.protocol import Rewards, pairwise_rewards, pointwise_rewards, served_format
+from j1.serve.protocol import Rewards, group_rewards, pairwise_rewards, pointwise_rewards, served_format
 
 log = logging.getLogger(__name__)
 
-MODES = ("pairwise", "pointwise")
+MODES = ("pairwise", "pointwise", "group")
 RETRYABLE_STATUS = {429, 502, 503, 504}  # j1 serve answers 503 when its queue is full
 
 
@@ -59,9 +64,12 @@ class JudgeReward:
     Args:
         judge: a shipped judge, a judge folder or an HF id (loaded on the first call, so pickling
             stays cheap); with ``base_url``, the served model name (None: the server's first).
-        mode: ``pairwise`` (each completion against the reference answer, in both orders) or
+        mode: ``pairwise`` (each completion against the reference answer, in both orders),
             ``pointwise`` (each completion scored alone; a local judge is asked with format ``pos``
-            unless ``format`` says otherwise).
+            unless ``format`` says otherwise) or ``group`` (no reference: each completion against
+            the others with the same prompt, in both orders; the reward is its win rate).
+        opponents: group mode: judge each completion against this many random others of its group
+            (None: every pair, G(G-1)/2 comparisons per group of G).
         reference_column: the dataset column with the reference answers (pairwise).
         base_url: an OpenAI-compatible server running the judge (vLLM, SGLang).
         serve_url: a ``j1 serve`` server (``http://host:port``), sent the batch as one /get_reward
@@ -78,6 +86,7 @@ class JudgeReward:
     """
 
     def __init__(self, judge: str | None = None, *, mode: str = "pairwise", reference_column: str = "reference",
+                 opponents: int | None = None,
                  base_url: str | None = None, serve_url: str | None = None, api_key: str | None = None,
                  timeout: float = 600.0, max_retries: int = 4, name: str = "judge", **overrides: Any):
         if mode not in MODES:
@@ -88,12 +97,20 @@ class JudgeReward:
         if serve_url and (judge is not None or overrides):
             raise ValueError("with serve_url the server's judge and settings apply; drop judge and the settings "
                              f"{sorted(overrides)}")
+        if opponents is not None and (isinstance(opponents, bool) or not isinstance(opponents, int)
+                                      or opponents < 1):
+            raise ValueError(f"opponents {opponents!r}: an integer >= 1, or None for every pair of a group")
+        if opponents is not None and mode != "group":
+            raise ValueError(f"opponents applies to mode='group' only (mode is {mode!r})")
+        if opponents is not None and serve_url:
+            raise ValueError("with serve_url the server's --group_opponents applies; drop opponents")
         if pointwise := mode == "pointwise":
             overrides.setdefault("format", "pos")
         self.judge = judge
         self.mode = mode
         self.pointwise = pointwise
         self.reference_column = reference_column
+        self.opponents = opponents
         self.base_url = base_url
         self.serve_url = serve_url.rstrip("/") if serve_url else None
         self.api_key = api_key
@@ -114,7 +131,7 @@ class JudgeReward:
         texts = [prompt_text(p) for p in prompts]
         responses = [completion_text(c) for c in completions]
         references = None
-        if not self.pointwise:
+        if self.mode == "pairwise":
             if self.reference_column not in kwargs:
                 raise KeyError(f"JudgeReward(mode='pairwise') compares each completion with the dataset column "
                                f"{self.reference_column!r}, which this dataset lacks (set reference_column=)")
@@ -128,7 +145,7 @@ class JudgeReward:
         self.last_logs = result.logs
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
-            for key in ("invalid_rate", "flip_rate"):
+            for key in ("invalid_rate", "flip_rate", "no_contest_rate"):
                 if key in result.logs:
                     log_metric(f"{self.__name__}/{key}", float(result.logs[key]))
         return result.rewards
@@ -162,6 +179,10 @@ class JudgeReward:
         judge = self._loaded()
         if self.pointwise:
             return pointwise_rewards(judge.score_many(list(zip(prompts, responses, strict=True))))
+        if references is None:  # group mode: the pairs of each prompt's group, each in both orders
+            pairs = group_plan(prompts, responses, self.opponents, judge.params.seed)
+            judged = judge.compare_many([(prompts[i], responses[i], responses[j]) for i, j in pairs]) if pairs else []
+            return group_rewards(len(prompts), pairs, judged)
         # The completion is A, the reference B; compare_many judges both orders.
         return pairwise_rewards(judge.compare_many(list(zip(prompts, responses, references, strict=True))))
 
@@ -198,8 +219,9 @@ class JudgeReward:
                 raise ValueError(f"the j1 serve at {self.serve_url} judges with format {fmt!r}; "
                                  f"use mode={'pointwise' if pointwise else 'pairwise'!r}")
             self._checked = True
-        body = {"query": [p + r for p, r in zip(prompts, responses, strict=True)], "prompts": prompts,
-                "labels": references}
+        body = {"query": [p + r for p, r in zip(prompts, responses, strict=True)], "prompts": prompts}
+        if references is not None:  # without labels a pairwise j1 serve rewards by win rate in the group
+            body["labels"] = references
         data = self._request("POST", "/get_reward", json=body)
         return Rewards([float(r) for r in data["rewards"]], data.get("extra_logs", {}))
 

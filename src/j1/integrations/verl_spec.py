@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from j1.formats.spec import check_template, template_field
-from j1.train.options import FORMULATIONS, check_choice
+from j1.rewards.core import FORMULATIONS
+from j1.train.options import check_choice
 
 
 @dataclass

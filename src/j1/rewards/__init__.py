@@ -3,6 +3,7 @@ TRL reward-function wrappers (``trl_funcs``)."""
 
 from j1.rewards.core import (
     CONSISTENCY_MODES,
+    FORMULATIONS,
     Judged,
     RewardParts,
     Rollout,
@@ -14,8 +15,6 @@ from j1.rewards.core import (
 )
 from j1.rewards.metrics import batch_metrics
 from j1.rewards.trl_funcs import ConsistencyReward, CorrectnessReward, FormatReward, make_reward_funcs
-
-FORMULATIONS = ("pav", "pas", "pavs", "pos", "multitask")
 
 __all__ = [
     "CONSISTENCY_MODES",

@@ -32,6 +32,9 @@ from j1.formats import JudgeFormat, Verdict, get_format, require_arity
 from j1.pairs import LABELS, compare_scores, orient, other, slots
 
 CONSISTENCY_MODES = ("expected", "index")
+# What a judge is trained to answer: a format the rewards score, or ``multitask`` (pas and pos rows in
+# one run, j1.train.data.formulation_formats). j1 train, warmup and export verl check against it.
+FORMULATIONS = ("pav", "pas", "pavs", "pos", "multitask")
 # The rewards score a response alone (pointwise) or a pair in both orders; a four-way pick has neither
 # a pair's label nor a partner order, so its formats are refused (issue 44).
 REWARD_ARITIES = (1, 2)

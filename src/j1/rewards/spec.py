@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from j1.formats.spec import FORMAT_NAMES, check_format
-from j1.rewards.core import reward_format
-from j1.train.options import CONSISTENCY_MODES
+from j1.rewards.core import CONSISTENCY_MODES, reward_format
 from j1.train.options import check_choice as _check_choice
 
 

@@ -38,6 +38,7 @@ from j1.api import Judge
 from j1.backends import BackendError, ContextTooLong
 from j1.judge import to_json
 from j1.limits import ContextLimit, Fitted, PromptFitter
+from j1.rewards.group import group_plan
 from j1.serve import protocol
 from j1.serve.batcher import Batcher, Closed, QueueFull
 from j1.serve.metrics import CONTENT_TYPE, MetricsMiddleware, ServeMetrics
@@ -72,6 +73,8 @@ class ServerSettings:
         truncate: a prompt that does not fit: ``error`` (413), or shorten the responses (``left``, ``middle``).
         error_reward: the ``/get_reward`` reward of an item that could not be judged.
         max_samples: most ``samples`` one ``/v1/judge`` request may ask for.
+        group_opponents: ``/get_reward`` without labels: random opponents per response within its
+            prompt's group (None: every pair).
     """
 
     max_batch: int = 32
@@ -86,6 +89,7 @@ class ServerSettings:
     truncate: str = "error"
     error_reward: float = 0.0
     max_samples: int = 64
+    group_opponents: int | None = None
 
 
 class ApiError(Exception):
@@ -292,6 +296,8 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
     async def get_reward(request: Request) -> dict:
         async with deadline():
             req = protocol.parse_reward_request(await read_json(request), pairwise=pairwise)
+            if pairwise and req.references is None:
+                return await group_reward(request, req)
             if pairwise:  # the response is A, the reference B; both orders are judged
                 tasks = [Task(p, r, ref) for p, r, ref in zip(req.prompts, req.responses, req.references, strict=True)]
             else:
@@ -307,6 +313,24 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             rewards = protocol.pairwise_rewards(results) if pairwise else protocol.pointwise_rewards(results)
         return protocol.reward_answer(rewards, ok, errors, n=len(tasks), error_reward=settings.error_reward,
                                       pairwise=pairwise, truncated=sum(checked[i].truncated for i in ok))
+
+    async def group_reward(request: Request, req: protocol.RewardRequest) -> dict:
+        """No labels: every response against the others of its prompt's group, both orders each; a pair
+        that does not fit the context gives no vote (``pair_error_rate``)."""
+        pairs = group_plan(req.prompts, req.responses, settings.group_opponents, judge.params.seed)
+        tasks = [Task(req.prompts[i], req.responses[i], req.responses[j]) for i, j in pairs]
+        checked = await asyncio.to_thread(fit_all, tasks)
+        ok = [k for k, c in enumerate(checked) if isinstance(c, Fitted)]
+        for c in checked:
+            if isinstance(c, protocol.ItemError):
+                metrics.error(c.code)
+        results = await judged(request, [checked[k].task for k in ok]) if ok else []
+        judgments: list = [None] * len(pairs)
+        for k, r in zip(ok, results, strict=True):
+            judgments[k] = r
+        rewards = protocol.group_rewards(len(req.prompts), pairs, judgments)
+        logs = {**rewards.logs, "pair_error_rate": (len(pairs) - len(ok)) / len(pairs) if pairs else 0.0}
+        return {"rewards": rewards.rewards, "scores": rewards.rewards, "extra_logs": logs, "errors": []}
 
     @app.post("/v1/judge")
     async def judge_one(request: Request) -> dict:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from j1.formats import JudgeFormat, require_arity
+from j1.formats.base import request_text
 from j1.judge import Judgment
 from j1.pairs import Verdict, flip_rate, flipped
 
@@ -69,7 +70,8 @@ class ItemError:
 @dataclass(frozen=True)
 class RewardRequest:
     """A ``/get_reward`` request: the judged responses (queries without their prompts) and the
-    reference answers (pairwise; None for a pointwise judge, which may omit labels)."""
+    reference answers (None for a pointwise judge, which may omit labels; a pairwise judge without
+    labels compares each response with the others of its prompt, ``group_rewards``)."""
 
     prompts: list[str]
     responses: list[str]
@@ -175,7 +177,8 @@ def strip_prompt(query: str, prompt: str) -> str:
 
 def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
     """Check a ``/get_reward`` body: ``query`` and ``prompts`` (lists of strings, same length),
-    ``labels`` (the reference answers; needed by a pairwise judge, ignored by a pointwise one)."""
+    ``labels`` (the reference answers of a pairwise judge; without them each response is rewarded
+    by its win rate in its prompt's group; ignored by a pointwise judge)."""
     data = _object(data)
     check_fields(data, REWARD_FIELDS, "/get_reward")
     queries = _strings(data, "query")
@@ -193,18 +196,19 @@ def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
     if not pairwise:
         return RewardRequest(prompts, responses, None)
     labels = _strings(data, "labels", required=False)
-    if labels is None:
-        raise RequestError("missing field 'labels': a pairwise judge compares each response with its reference "
-                           "answer (OpenRLHF --label_key)")
+    if labels is None:  # no reference answers: each response meets the others of its prompt (group_rewards)
+        return RewardRequest(prompts, responses, None)
     if len(labels) != len(queries):
         raise RequestError(f"'labels' has {len(labels)} items and 'query' {len(queries)}; they pair up one to one")
     return RewardRequest(prompts, responses, labels)
 
 
 def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> JudgeRequest:
-    """Check a ``/v1/judge`` body: ``prompt``, ``response_a`` (strings), ``response_b`` (a string;
-    required by a pairwise judge, optional for a pointwise one), ``samples`` (an integer from 1 to
-    ``max_samples``: each sample is a generation, so a huge count would hold the judge for hours)."""
+    """Check a ``/v1/judge`` body: ``prompt`` (a string, or a conversation as a list of chat messages
+    ``{"role", "content"}``, which the judge reads as its transcript: ``j1.formats.base.request_text``),
+    ``response_a`` (a string), ``response_b`` (a string; required by a pairwise judge, optional for a
+    pointwise one), ``samples`` (an integer from 1 to ``max_samples``: each sample is a generation, so a
+    huge count would hold the judge for hours)."""
     data = _object(data)
     check_fields(data, JUDGE_FIELDS, "/v1/judge")
     fields = {}
@@ -212,6 +216,11 @@ def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> 
         value = data.get(key)
         if value is None and key != "response_b":
             raise RequestError(f"missing field {key!r} (a string)")
+        if key == "prompt" and isinstance(value, list):
+            try:
+                value = request_text(value)
+            except ValueError as exc:
+                raise RequestError(f"field 'prompt' {exc}") from None
         if value is not None and not isinstance(value, str):
             raise RequestError(f"field {key!r} must be a string, got {_kind(value)}")
         fields[key] = value if value is None else _text(value, f"field {key!r}")
@@ -282,6 +291,43 @@ def pairwise_rewards(judgments: Sequence[Judgment]) -> Rewards:
     n = len(judgments)
     flip = flip_rate(flips)  # logs are numbers only (OpenRLHF): 0.0 when no item was valid in both orders
     return Rewards(rewards, {"invalid_rate": invalid / total, "flip_rate": 0.0 if flip is None else flip, "n": n})
+
+
+def group_rewards(n: int, pairs: Sequence[tuple[int, int]], judgments: Sequence[Judgment | None]) -> Rewards:
+    """Reference-free rewards of ``n`` responses: each one's win rate (``j1.rewards.group.win_rates``:
+    a tie is half a win, an invalid vote is dropped, no valid vote gives 0.5) over the ``pairs``
+    ``(i, j)`` judged with ``i`` as A; a pair that could not be judged (None) gives no vote.
+
+    Logs: ``invalid_rate`` and ``flip_rate`` over the judged pairs, ``no_contest_rate`` (the share of
+    responses without a valid vote), ``comparisons`` (pairs judged) and ``n``.
+
+    >>> from j1.judge import OrderResult, Sample
+    >>> s = lambda v: Sample(v, None, None, "")
+    >>> j = lambda ab, ba: Judgment("pav", "x", [OrderResult("AB", ab, [s(ab)]), OrderResult("BA", ba, [s(ba)])], None)
+    >>> group_rewards(3, [(0, 1), (0, 2), (1, 2)], [j("A", "A"), j("A", "B"), None])
+    Rewards(rewards=[0.75, 0.0, 0.5], logs={'invalid_rate': 0.0, 'flip_rate': 0.5, 'no_contest_rate': 0.0, 'comparisons': 2, 'n': 3})
+    """
+    from j1.rewards.group import NO_CONTEST, win_rates
+
+    if n < 1:
+        raise ValueError("no responses to reward")
+    if len(pairs) != len(judgments):
+        raise ValueError(f"{len(judgments)} judgments for {len(pairs)} pairs")
+    outcomes, flips, invalid, total = [], [], 0, 0
+    for (i, j), judgment in zip(pairs, judgments, strict=True):
+        if judgment is None:
+            continue
+        votes = [s.verdict for o in judgment.orders for s in o.samples] or [judgment.verdict]
+        outcomes.append((i, j, votes))
+        invalid += sum(Verdict(v) is Verdict.INVALID for v in votes)
+        total += len(votes)
+        if judgment.orders:
+            flips.append(flipped(*(o.verdict for o in judgment.orders)))
+    rates = win_rates(n, outcomes, no_contest=None)
+    flip = flip_rate(flips)
+    logs = {"invalid_rate": invalid / total if total else 0.0, "flip_rate": 0.0 if flip is None else flip,
+            "no_contest_rate": sum(r is None for r in rates) / n, "comparisons": len(outcomes), "n": n}
+    return Rewards([NO_CONTEST if r is None else r for r in rates], logs)
 
 
 def pointwise_rewards(results: Sequence[dict]) -> Rewards:

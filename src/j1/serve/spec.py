@@ -44,6 +44,10 @@ class ServeSpec(JudgeArgs, BackendArgs, SamplingArgs):
     error_reward: float = field(
         default=0.0, metadata={"help": "/get_reward: the reward of an item that cannot be judged (e.g. too long "
                                "for the context); the batch's other items are judged as usual."})
+    group_opponents: int | None = field(
+        default=None, metadata={"help": "/get_reward without labels (a pairwise judge): each response meets this "
+                                "many random others of its prompt's group (default: every pair); its reward is "
+                                "its win rate."})
 
     def __post_init__(self) -> None:
         self._setup_judge()
@@ -62,3 +66,5 @@ class ServeSpec(JudgeArgs, BackendArgs, SamplingArgs):
                 raise ValueError(f"--{name} {getattr(self, name)}: must be > 0 seconds")
         if not math.isfinite(self.error_reward):
             raise ValueError(f"--error_reward {self.error_reward}: must be a finite number")
+        if self.group_opponents is not None and self.group_opponents < 1:
+            raise ValueError(f"--group_opponents {self.group_opponents}: must be >= 1 (or leave it out for every pair)")

@@ -1,17 +1,21 @@
 """Trainer callbacks: every log line also goes to ``OUTPUT_DIR/log.jsonl``; a time box; a manifest in
-every checkpoint."""
+every checkpoint; checkpoints by time and on SIGTERM/SIGINT, and a training clock that survives resumes."""
 
 from __future__ import annotations
 
 import logging
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 
-from j1.schema import JsonlAppender, iter_jsonl, write_jsonl_atomic
+from j1.schema import JsonlAppender, iter_jsonl, write_json_atomic, write_jsonl_atomic
+from j1.train.resume import CLOCK, PROGRESS_FILE, state_seconds
 
 log = logging.getLogger(__name__)
 
@@ -92,3 +96,125 @@ class CheckpointManifestCallback(TrainerCallback):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():
             write_manifest(folder, self.manifest(folder))
+
+
+class TimedSaveCallback(TrainerCallback):
+    """Checkpoint at the end of the first step ``minutes`` after the last save (or the start), besides
+    the step-based saves: a kill loses at most that much training (issue 46). The save is the
+    trainer's own, so ``save_total_limit`` prunes the old ones as it does the step-based ones."""
+
+    def __init__(self, minutes: float):
+        self.seconds = minutes * 60.0
+        self._last: float | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._last is not None and time.monotonic() - self._last >= self.seconds:
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        self._last = time.monotonic()
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped on SIGTERM or SIGINT after saving a checkpoint at the step it reached."""
+
+    def __init__(self, signum: int, step: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name} at step {step}")
+        self.signum, self.step = signum, step
+
+
+class SignalStopCallback(TrainerCallback):
+    """On SIGTERM or SIGINT, save a checkpoint at the end of the current step and stop (a scheduler's
+    pre-emption, a Ctrl-C): the run resumes there, losing only the step in flight. A second signal
+    stops at once, as without this callback. ``received`` is the signal (None if none came);
+    ``close()`` puts the previous handlers back."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self):
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handle(self, signum, frame):
+        if self.received is not None:
+            self.close()
+            raise KeyboardInterrupt
+        self.received = signum
+        log.warning("%s: saving a checkpoint at the end of this step, then stopping (again to stop at once)",
+                    signal.Signals(signum).name)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
+            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._any_process(args, self.received is not None):
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    @staticmethod
+    def _any_process(args, flag: bool) -> bool:
+        """Whether any training process got a signal: all must stop at the same step, or the next
+        collective waits forever."""
+        import torch
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            return flag
+        t = torch.tensor([int(flag)], device=args.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.close()
+
+    def close(self) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous = {}
+
+
+class TrainClockCallback(TrainerCallback, ExportableState):
+    """The training wall time a run holds, across resumes: kept in every checkpoint (trainer_state.json's
+    ``stateful_callbacks``) and, after every step, in ``OUTPUT_DIR/progress.json`` (``global_step``,
+    ``trained_seconds``, ``finished``). What a kill loses is the difference (``j1.train.resume``)."""
+
+    def __init__(self, output_dir: str | Path | None = None, trained_seconds: float = 0.0):
+        self.output_dir = None if output_dir is None else Path(output_dir)
+        self.trained_seconds = trained_seconds
+        self._start: float | None = None
+        self._base = 0.0
+
+    def seconds(self) -> float:
+        """Training seconds so far: the checkpoint's, plus this run's."""
+        return self.trained_seconds if self._start is None else self._base + time.monotonic() - self._start
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # the state is the checkpoint's on a resume (the trainer loads it before this call)
+        saved = {"global_step": state.global_step, "log_history": state.log_history,
+                 "stateful_callbacks": state.stateful_callbacks}
+        self._base = state_seconds(saved) if state.global_step > 0 else 0.0
+        # a checkpoint saved without this callback has no entry, and the trainer's save expects one
+        state.stateful_callbacks.setdefault(CLOCK, self.state())
+        self._start = time.monotonic()
+        self._write(state, finished=False)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._write(state, finished=False)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._write(state, finished=True)
+        self.trained_seconds, self._start = self.seconds(), None
+
+    def _write(self, state, finished: bool) -> None:
+        if self.output_dir is not None and state.is_world_process_zero:
+            write_json_atomic(self.output_dir / PROGRESS_FILE, {
+                "global_step": state.global_step, "trained_seconds": round(self.seconds(), 3), "finished": finished})
+
+    def state(self) -> dict:
+        return {"args": {}, "attributes": {"trained_seconds": round(self.seconds(), 3)}}

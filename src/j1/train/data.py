@@ -5,8 +5,8 @@ alone, then response B alone. MultiTask: a pas unit and a pos unit per pair. The
 (``j1.train.sampler``) keeps each unit, with all its rollouts, in one reward call.
 
 Input: the rows of ``j1 synth mix`` (both orders of each pair, with ``pair_id``) or any pair file
-with ``id``/``prompt``/``chosen``/``rejected`` (issue-4 line format), whose chosen response is then
-placed first or second by the mix's seeded coin (``pair_seed`` and the pair id).
+``j1.data.pairs_io`` reads (plain prompt/chosen/rejected, TRL's preference form, j1's pair rows), whose
+chosen response is then placed first or second by the mix's seeded coin (``pair_seed`` and the pair id).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from j1.chat import render, with_prefill
 from j1.formats import get_format
 from j1.pairs import render_both
-from j1.schema import RowError, iter_jsonl, read_pairs
+from j1.schema import RowError, read_json_rows
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +40,23 @@ class Pair:
 
 def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
     """Read pairs from a ``j1 synth mix`` file (rows with ``order``, read and validated by
-    ``j1.schema.read_train_rows``) or a chosen/rejected pair file (``j1.schema.read_pairs``;
-    placed in AB with ``j1.schema.both_orders``, the same seeded coin the mix uses).
+    ``j1.schema.read_train_rows``) or a chosen/rejected pair file in any form
+    ``j1.data.pairs_io.read_pair_file`` reads (placed in AB with ``j1.schema.both_orders``, the same
+    seeded coin the mix uses).
 
     Raises:
         RowError: a malformed row, naming ``path:line`` and the field; a pair with one order only.
     """
+    from j1.data.pairs_io import read_pair_file
     from j1.schema import both_orders, read_train_rows
 
-    first = next((obj for _, obj in iter_jsonl(path)), None)
+    first = next((obj for _, obj in read_json_rows(path)), None)
     if first is None:
         raise RowError(f"{path}: no pairs")
     if "order" in first:
         rows = read_train_rows(path)
     else:
-        rows = [r for rec in read_pairs(path) for r in both_orders(rec, pair_seed)]
+        rows = [r for rec in read_pair_file(path) for r in both_orders(rec, pair_seed)]
     pairs: dict[str, Pair] = {}
     orders: dict[str, set[str]] = {}
     for r in rows:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from j1.rewards.core import FORMULATIONS
+
 ADVANTAGE_GROUPS = ("prompt", "pair", "couple")
 LOSS_SPANS = ("all", "answer")
-CONSISTENCY_MODES = ("expected", "index")
-FORMULATIONS = ("pav", "pas", "pavs", "pos", "multitask")
 
 
 def check_choice(name: str, value, choices) -> None:

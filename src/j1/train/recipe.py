@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,14 +39,33 @@ def resolve_checkpoint(value: str | None, output_dir: str) -> str | None:
     return value
 
 
+def previous_interruptions(run_json: Path) -> list[dict]:
+    """The ``interruptions`` a run folder's run.json records (empty without one)."""
+    if not run_json.exists():
+        return []
+    try:
+        return json.loads(run_json.read_text(encoding="utf-8")).get("interruptions") or []
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{run_json}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+
+
 def latest_checkpoint(output_dir: str | os.PathLike) -> str | None:
-    """The highest-numbered ``checkpoint-N`` in ``output_dir`` that holds ``trainer_state.json``."""
+    """The highest-numbered ``checkpoint-N`` in ``output_dir`` that holds a whole ``trainer_state.json``
+    (the trainer writes it last, so it marks a complete checkpoint; a kill while writing it tears it)."""
     found = []
     for path in Path(output_dir).glob("checkpoint-*"):
         step = path.name.removeprefix("checkpoint-")
-        if step.isdigit() and (path / "trainer_state.json").is_file():
+        if step.isdigit() and _whole_json(path / "trainer_state.json"):
             found.append((int(step), str(path)))
     return max(found)[1] if found else None
+
+
+def _whole_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def restrict_lora_layers(peft_config, model_path: str, last: int):
@@ -132,7 +153,7 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
     from j1.device import describe
     from j1.models import load_tokenizer, resolve_model
     from j1.rewards import make_reward_funcs
-    from j1.train.callbacks import JsonlLogCallback, TimeLimitCallback
+    from j1.train.callbacks import JsonlLogCallback, TimedSaveCallback, TimeLimitCallback
     from j1.train.data import build_rows, load_pairs
     from j1.train.trl_grpo import J1GRPOTrainer
 
@@ -169,7 +190,8 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=[JsonlLogCallback(Path(grpo_args.output_dir) / "log.jsonl"), *callbacks,
-                   *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else [])],
+                   *([TimeLimitCallback(j1cfg.max_minutes)] if j1cfg.max_minutes else []),
+                   *([TimedSaveCallback(j1cfg.save_minutes)] if j1cfg.save_minutes else [])],
         options=options,
         reward_trace_dir=grpo_args.output_dir if j1cfg.reward_trace else None,
     )
@@ -198,13 +220,24 @@ def emulated_bf16_warning(bf16: bool, on_cpu: bool, cpu_native: bool) -> str | N
 
 def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) -> dict:
     """Train, save the judge to OUTPUT_DIR/final (a LoRA adapter or a full model, with its manifest
-    ``judge.json``) and write OUTPUT_DIR/run.json; returns run.json's content."""
+    ``judge.json``) and write OUTPUT_DIR/run.json; returns run.json's content.
+
+    run.json also says what this start resumed (``resumed_step``, ``resumed_trained_minutes``: what the
+    checkpoint holds, all a resumed run counts as trained), the training minutes in all
+    (``trained_minutes``) and what each kill lost (``interruptions``). On SIGTERM or SIGINT: a checkpoint
+    at the step reached, run.json ``status: interrupted``, and ``TrainingInterrupted`` raised."""
     import torch
 
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, cpu_native_bf16
     from j1.runinfo import write_run_json
-    from j1.train.callbacks import CheckpointManifestCallback
+    from j1.train.callbacks import (
+        CheckpointManifestCallback,
+        SignalStopCallback,
+        TrainClockCallback,
+        TrainingInterrupted,
+    )
+    from j1.train.resume import checkpoint_progress, interruptions, read_progress
 
     started = time.time()
     warning = emulated_bf16_warning(grpo_args.bf16, grpo_args.use_cpu or not torch.cuda.is_available(),
@@ -214,6 +247,9 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     out = Path(grpo_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     resume = resolve_checkpoint(grpo_args.resume_from_checkpoint, str(out))
+    # what this start continues, and what the interruption before it lost (redone now, issue 46)
+    held = checkpoint_progress(resume)
+    lost = interruptions(previous_interruptions(out / "run.json"), read_progress(out), held)
     base = model_args.model_name_or_path or EMBEDDED_NAME
 
     def manifest(folder: Path, lora: bool | None = None):
@@ -223,14 +259,28 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
             max_new_tokens=grpo_args.max_completion_length, base_model=base if lora else None,
             judge_dir=folder, trained_by="j1 train")
 
-    trainer, info = build_trainer(j1cfg, grpo_args, model_args, callbacks=[CheckpointManifestCallback(manifest)])
+    clock, stopper = TrainClockCallback(out), SignalStopCallback()
+    trainer, info = build_trainer(j1cfg, grpo_args, model_args,
+                                  callbacks=[CheckpointManifestCallback(manifest), clock, stopper])
     device = info.pop("device")  # the device's choices (j1.device), beside the config that left them to it
     config = {"j1": dataclasses.asdict(j1cfg), "grpo": grpo_args.to_dict(), "model": dataclasses.asdict(model_args)}
     is_main = trainer.accelerator.is_main_process
+    accounting = {"resumed_step": held["global_step"], "resumed_trained_minutes": round(held["trained_seconds"] / 60, 3),
+                  "interruptions": lost}
     if is_main:
         write_run_json(out / "run.json", command="j1 train", config=config, started=started,
-                       status="running", resume_from=resume, data=info, device=device)
-    result = trainer.train(resume_from_checkpoint=resume)
+                       status="running", resume_from=resume, data=info, device=device, **accounting)
+    try:
+        result = trainer.train(resume_from_checkpoint=resume)
+    finally:
+        stopper.close()
+    accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
+    if stopper.received is not None:  # a checkpoint at this step is saved; final is left to the resumed run
+        if is_main:
+            write_run_json(out / "run.json", command="j1 train", config=config, started=started,
+                           status="interrupted", signal=signal.Signals(stopper.received).name, resume_from=resume,
+                           data=info, device=device, global_step=trainer.state.global_step, **accounting)
+        raise TrainingInterrupted(stopper.received, trainer.state.global_step)
     model = trainer.accelerator.unwrap_model(trainer.model)
     final = out / "final"
     if is_main and final.exists():  # a resumed run's final replaces the old one whole, no stale weights left
@@ -248,6 +298,6 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
         write_manifest(final, manifest(final, lora))
         run = write_run_json(out / "run.json", command="j1 train", config=config, started=started,
                              status="done", resume_from=resume, data=info, device=device, global_step=trainer.state.global_step,
-                             train_metrics=result.metrics)
+                             train_metrics=result.metrics, **accounting)
         log.info("done: %d steps; model in %s", trainer.state.global_step, out / "final")
     return run

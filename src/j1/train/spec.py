@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from j1.device import parse_setting, share_prompt
 from j1.formats.spec import check_template, template_field
 
-# The choices live with the trainer's options object (a light module: no torch import).
-from j1.train.options import CONSISTENCY_MODES, FORMULATIONS, J1Options
+# The choices live with the rewards and the trainer's options object (light modules: no torch import).
+from j1.rewards.core import CONSISTENCY_MODES, FORMULATIONS
+from j1.train.options import J1Options
 from j1.train.options import check_choice as _check_choice
 
 if TYPE_CHECKING:  # TRL (and torch) load only where training runs
@@ -95,6 +96,11 @@ class TrainSpec:
         default=None,
         metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
     )
+    save_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Also checkpoint every M minutes of training (besides --save_steps), so a kill loses at "
+                  "most M minutes; unset = by steps only. SIGTERM and SIGINT always checkpoint before stopping."},
+    )
     world_size: int | None = field(
         default=None,
         metadata={"help": "Training processes (GPUs) the recipe is written for: --dry_run checks it, and a launch "
@@ -125,6 +131,7 @@ class TrainSpec:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        check_save_minutes(self.save_minutes)
         if self.zero_stage is not None and self.zero_stage not in (0, 1, 2, 3):
             raise ValueError(f"--zero_stage {self.zero_stage}: choose 0, 1, 2 or 3 (or unset)")
         if self.formulation == "pos" and self.consistency_weight:
@@ -139,6 +146,18 @@ class TrainSpec:
             invalid_advantage=self.invalid_advantage, position_balance=self.position_balance,
             share_prompt_prefix=share_prompt(self.share_prompt_prefix, device),
         )
+
+
+def check_save_minutes(value: float | None) -> None:
+    """``--save_minutes``: unset, or a positive number of minutes.
+
+    >>> check_save_minutes(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: --save_minutes 0: must be > 0 (or unset: checkpoints by steps only)
+    """
+    if value is not None and not 0 < value < float("inf"):
+        raise ValueError(f"--save_minutes {value}: must be > 0 (or unset: checkpoints by steps only)")
 
 
 class TrainRun(NamedTuple):
@@ -185,6 +204,10 @@ class WarmupSpec:
         metadata={"help": "Train only the first N tokens of each completion (after the recipe's prefill, 1 = the "
                   "verdict letter). Unset = the whole completion."},
     )
+    save_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Also checkpoint every M minutes of training (besides --save_steps), as j1 train."},
+    )
     merge_lora: bool = field(
         default=True,
         metadata={"help": "With --use_peft: save the model with the LoRA merged (true; j1 train "
@@ -204,6 +227,7 @@ class WarmupSpec:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
+        check_save_minutes(self.save_minutes)
         check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 warmup needs --train_file (pairs from `j1 synth mix`)")

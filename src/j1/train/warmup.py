@@ -171,14 +171,25 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
     from j1.runinfo import write_run_json
     from j1.schema import write_json_atomic
-    from j1.train.callbacks import JsonlLogCallback
+    from j1.train.callbacks import (
+        JsonlLogCallback,
+        SignalStopCallback,
+        TimedSaveCallback,
+        TrainClockCallback,
+        TrainingInterrupted,
+    )
     from j1.train.data import UNIT, build_rows, load_pairs
-    from j1.train.recipe import lora_config
+    from j1.train.recipe import lora_config, previous_interruptions, resolve_checkpoint
+    from j1.train.resume import checkpoint_progress, interruptions, read_progress
     from j1.train.sft import CompletionSFTTrainer
 
     started = time.time()
     out = Path(sft_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    resume = resolve_checkpoint(sft_args.resume_from_checkpoint, str(out))
+    held = checkpoint_progress(resume)  # all a resumed run counts as trained; the rest of a killed run is lost
+    accounting = {"resumed_step": held["global_step"], "resumed_trained_minutes": round(held["trained_seconds"] / 60, 3),
+                  "interruptions": interruptions(previous_interruptions(out / "run.json"), read_progress(out), held)}
     pairs = load_pairs(cfg.train_file, pair_seed=cfg.pair_seed)  # bad data fails before a model loads
     path = resolve_model(model_args.model_name_or_path)
     tokenizer = load_tokenizer(path)
@@ -198,15 +209,32 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
     train_data = sft_rows(train_rows, cfg.warmup_seed, verdicts=cfg.verdicts, tokenizer=tokenizer)
+    clock, stopper = TrainClockCallback(out), SignalStopCallback()
     trainer = CompletionSFTTrainer(
         model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
         processing_class=tokenizer, peft_config=lora_config(model_args, path, cfg.lora_last_layers),
-        callbacks=[JsonlLogCallback(out / "log.jsonl")], unit=UNIT, loss_tokens=cfg.loss_tokens,
+        callbacks=[JsonlLogCallback(out / "log.jsonl"), clock, stopper,
+                   *([TimedSaveCallback(cfg.save_minutes)] if cfg.save_minutes else [])],
+        unit=UNIT, loss_tokens=cfg.loss_tokens,
     )
     if len(trainer.train_dataset) != len(train_data):  # TRL dropped rows (truncated): units would split
         raise ValueError(f"{len(train_data) - len(trainer.train_dataset)} training rows were dropped as too long "
                          "for --max_length; lower --max_prompt_tokens")
-    trainer.train(resume_from_checkpoint=sft_args.resume_from_checkpoint)
+    config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
+    if trainer.accelerator.is_main_process:  # the accounting survives a kill (the next start reads it)
+        write_run_json(out / "run.json", command="j1 warmup", config=config, started=started, status="running",
+                       resume_from=resume, model_path=path, **accounting)
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        stopper.close()
+    accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
+    if stopper.received is not None:  # a checkpoint at this step is saved; the judge is left to the resumed run
+        if trainer.accelerator.is_main_process:
+            write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
+                           status="interrupted", resume_from=resume, model_path=path,
+                           global_step=trainer.state.global_step, **accounting)
+        raise TrainingInterrupted(stopper.received, trainer.state.global_step)
     model = trainer.model
     lora = hasattr(model, "merge_and_unload")
     if lora and cfg.merge_lora:  # a plain model that j1 train/eval can load
@@ -227,9 +255,9 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
             formulation=cfg.formulation, template=cfg.template, prefill=cfg.assistant_prefill,
             max_new_tokens=cfg.check_max_new_tokens, base_model=base if adapter else None, judge_dir=out,
             trained_by="j1 warmup"))
-        config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
         write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
-                       model_path=path, device=describe(sft_args.device, dtype=str(model.dtype).removeprefix("torch.")),
-                       global_step=trainer.state.global_step,
+                       status="done", resume_from=resume, model_path=path,
+                       device=describe(sft_args.device, dtype=str(model.dtype).removeprefix("torch.")),
+                       global_step=trainer.state.global_step, **accounting,
                        valid_rate={"before": before and before["valid_rate"], "after": after and after["valid_rate"]})
     return report

@@ -1,4 +1,6 @@
-"""The generic pairwise form: ``prompt``, ``chosen``, ``rejected`` (optional ``id``, ``category`` or ``kind``).
+"""The generic pairwise form: ``prompt``, ``chosen``, ``rejected`` (optional ``id``, ``category`` or ``kind``),
+in every form ``j1.data.pairs_io`` reads (plain, TRL's preference form with strings or chat messages,
+j1's pair rows; an absent id is a hash of the content), and ``j1 synth mix`` rows.
 
 It also reads FollowBenchEval: its pairwise version (205 pairs, used by EvalPlanner and J1) has no
 public release we could find, so ``--benchmark followbencheval`` takes this generic form (category
@@ -8,7 +10,8 @@ pairs) are not judge data and fail with the missing field named.
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.data.pairs_io import pair_from_row
+from j1.eval.benchmarks.base import Benchmark, Context
 from j1.eval.items import Item
 from j1.pairs import Order
 from j1.schema import TrainRow
@@ -17,15 +20,13 @@ from j1.schema import TrainRow
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     if "order" in row and "pair_id" in row:
         return mix_row(row, where)
-    prompt = str_field(row, "prompt", where)
-    chosen, rejected = str_field(row, "chosen", where), str_field(row, "rejected", where)
+    pair = pair_from_row(row, where)
     cat = row.get("category") or row.get("kind") or (f"level {row['level']}" if row.get("level") is not None else "all")
-    native = row.get("id")
     return [Item(
-        id=str(native) if native is not None else where.rsplit(":", 1)[-1],
+        id=pair.id,
         category=str(cat),
-        prompt=prompt,
-        responses={"A": chosen, "B": rejected},
+        prompt=pair.prompt,
+        responses={"A": pair.chosen, "B": pair.rejected},
         pairs=[("A", "B", "A")],
     )]
 
