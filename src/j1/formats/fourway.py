@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 
 from j1.formats.base import POSITIONS, JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
-from j1.formats.grammar import invalid, parse_answer, split_thought
+from j1.formats.grammar import parse_verdict
 from j1.formats.templates import first_words
 from j1.pairs import Parsed
 
@@ -102,13 +102,7 @@ class FourWay(JudgeFormat):
         >>> FourWay().parse("<think>x</think><answer>[[D]]</answer>").verdict
         <Verdict.D: 'D'>
         """
-        thought, tail, err = split_thought(text)
-        if err:
-            return invalid(err, thought)
-        verdict, err = parse_answer(tail, self.positions)
-        if err:
-            return invalid(err, thought)
-        return Parsed(verdict, None, thought)
+        return parse_verdict(text, self.positions)
 
 
 _FOURWAY = FourWay()

@@ -150,3 +150,20 @@ def parse_score(tail: str, name: str) -> tuple[float | None, str | None]:
     if len(values) > 1:
         return None, f"<{name}> tags disagree"
     return values.pop(), None
+
+
+def parse_verdict(text: str, letters: tuple[str, ...]) -> Parsed:
+    """A completion that thinks, then names one of ``letters`` in the answer tag (``pav``, ``fourway``).
+
+    >>> parse_verdict("<think>x</think><answer>[[B]]</answer>", ("A", "B")).verdict
+    <Verdict.B: 'B'>
+    >>> parse_verdict("<answer>[[B]]</answer>", ("A", "B")).error
+    'no </think>: the judge must think before it answers'
+    """
+    thought, tail, err = split_thought(text)
+    if err:
+        return invalid(err, thought)
+    verdict, err = parse_answer(tail, letters)
+    if err:
+        return invalid(err, thought)
+    return Parsed(verdict, None, thought)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from j1.formats.base import JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
-from j1.formats.grammar import invalid, parse_answer, parse_score, split_thought
+from j1.formats.grammar import invalid, parse_answer, parse_score, parse_verdict, split_thought
 from j1.pairs import Parsed, compare_scores
 
 
@@ -62,13 +62,7 @@ class PairwiseVerdict(_Pairwise):
         return self.answer_template.format(verdict=self._pick(winner, rng))
 
     def parse(self, text: str) -> Parsed:
-        thought, tail, err = split_thought(text)
-        if err:
-            return invalid(err, thought)
-        verdict, err = parse_answer(tail, self.positions)
-        if err:
-            return invalid(err, thought)
-        return Parsed(verdict, None, thought)
+        return parse_verdict(text, self.positions)
 
 
 class PairwiseScores(_Pairwise):
