@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 
 from j1.cli.main import main
-from j1.demo import (
+from j1.demo import config_change, heldout_split
+from j1.demo_budget import (
     FP32_MINUTES,
     MIN_TRAIN_MINUTES,
     OVERHEAD_MINUTES,
     budget_warning,
-    config_change,
-    heldout_split,
     plan_minutes,
     reserve_minutes,
     train_budget,

@@ -26,7 +26,6 @@ import copy
 import dataclasses
 import json
 import logging
-import math
 import shutil
 import time
 from collections import Counter
@@ -34,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j1.demo_budget import budget_warning, plan_minutes, reserve_minutes, train_budget
 from j1.judges import ASSETS, Manifest
 from j1.runinfo import setting_changes
 from j1.schema import iter_jsonl, write_json_atomic, write_text_atomic
@@ -54,10 +54,6 @@ SAME_SOURCE, OTHER_SOURCES = "same source", "other sources"
 RECIPE = ASSETS / "recipes" / "j1_135m.yaml"
 EXAMPLE = {"prompt": "What is the capital of Australia?", "A": "The capital of Australia is Canberra.",
            "B": "The capital of Australia is Sydney.", "better": "A"}
-# Loading the trained judge, the trainer's set-up and final save (outside its time limit) and the report.
-OVERHEAD_MINUTES = 0.5
-# A budget too small for the stages around training still trains this long: a demo of J1 needs some steps.
-MIN_TRAIN_MINUTES = 0.5
 # The source files named in the shipped pairs' "source" field: where they come from and their licence.
 SOURCES = {
     "gsm8k_train.jsonl": ("GSM8K train (openai/grade-school-math, grade_school_math/data/train.jsonl)", "MIT"),
@@ -80,27 +76,6 @@ def stage_names(minutes: float) -> list[str]:
     return ["example-before", "data", "eval-before", *train, "eval-after", "example-after", "report"]
 
 
-# The budget the shipped recipe needs to learn in fp32 on a small CPU, stages included (measured in
-# results/demo/README.md, "Without native bf16").
-FP32_MINUTES = 150
-
-
-def budget_warning(minutes: float, bf16: bool) -> str | None:
-    """The warning for a budget that fp32 training (no native bf16, or ``--bf16 false``) is unlikely to learn in.
-
-    >>> budget_warning(90, bf16=False)
-    'training runs in fp32 (no native bf16, or --bf16 false), where the recipe needs more steps to learn than in \
-bf16; 90 min will likely stop before that: give --minutes 150 or more (results/demo/README.md)'
-    >>> budget_warning(90, bf16=True), budget_warning(0, bf16=False), budget_warning(150, bf16=False)
-    (None, None, None)
-    """
-    if bf16 or minutes <= 0 or minutes >= FP32_MINUTES:
-        return None
-    return (f"training runs in fp32 (no native bf16, or --bf16 false), where the recipe needs more steps to learn "
-            f"than in bf16; {minutes:g} min will likely stop before that: give --minutes {FP32_MINUTES} or more "
-            "(results/demo/README.md)")
-
-
 def heldout_split(n: int, same_available: int, other_available: int) -> tuple[int, int]:
     """How many of ``n`` held-out pairs come from the same source and from the other sources: half
     (rounded up) from the same source, as many as it has, and the rest from the others.
@@ -116,52 +91,6 @@ def heldout_available() -> tuple[int, int]:
     """The shipped held-out pairs: (same source, other sources)."""
     return tuple(sum(1 for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
                  for p in (SAME_SOURCE_PAIRS, HELDOUT_PAIRS))
-
-
-def reserve_minutes(eval_before: float, example_before: float) -> float:
-    """Minutes kept for the stages after training: eval-after asks the same prompts the same way of a
-    same-size model, so it takes about as long as eval-before; likewise the example; plus the overhead.
-
-    >>> reserve_minutes(2.0, 0.25)  # 2 + 0.25 + 0.5
-    2.75
-    """
-    return eval_before + example_before + OVERHEAD_MINUTES
-
-
-def plan_minutes(minutes: float, seconds_per_prompt: float, eval_prompts: int, example_minutes: float) -> dict:
-    """The demo's plan before training starts: each evaluation's minutes (its prompts at the example's
-    measured judging speed, one prompt at a time: an upper bound, batching only speeds it up), the stages
-    around training, and what is left to train.
-
-    Raises:
-        ValueError: ``minutes`` leaves less than ``MIN_TRAIN_MINUTES`` to train, naming a budget that fits.
-
-    >>> plan_minutes(30, 1.5, 80, 0.2)  # 80 prompts at 1.5 s: 2 min an evaluation
-    {'eval': 2.0, 'around': 4.9, 'train': 25.1}
-    >>> plan_minutes(5, 1.5, 80, 0.2)
-    Traceback (most recent call last):
-    ...
-    ValueError: --minutes 5 leaves no time to train: the evaluations before and after it (80 prompts each) and the examples need about 4.9 min here; give --minutes 6 or more, fewer --heldout_pairs, or --minutes 0 for the quick demo
-    """
-    evaluation = seconds_per_prompt * eval_prompts / 60
-    around = 2 * evaluation + 2 * example_minutes + OVERHEAD_MINUTES
-    left = minutes - around
-    if left < MIN_TRAIN_MINUTES:
-        need = math.ceil(around + MIN_TRAIN_MINUTES)
-        raise ValueError(f"--minutes {minutes:g} leaves no time to train: the evaluations before and after it "
-                         f"({eval_prompts} prompts each) and the examples need about {around:.1f} min here; give "
-                         f"--minutes {need} or more, fewer --heldout_pairs, or --minutes 0 for the quick demo")
-    return {"eval": round(evaluation, 2), "around": round(around, 2), "train": round(left, 2)}
-
-
-def train_budget(total: float, spent: float, reserve: float, trained: float = 0.0) -> float:
-    """Minutes to give ``j1 train --max_minutes``: the budget less the stages done, the reserve and what
-    training already took (a resumed run), but at least ``MIN_TRAIN_MINUTES``.
-
-    >>> train_budget(10, 1.5, 2.75), train_budget(10, 1.5, 2.75, trained=4), train_budget(3, 1.5, 2.75)
-    (5.75, 1.75, 0.5)
-    """
-    return max(MIN_TRAIN_MINUTES, total - spent - reserve - trained)
 
 
 def config_change(old: dict, new: dict) -> str | None:
