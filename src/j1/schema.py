@@ -5,6 +5,17 @@ Every artefact line carries ``schema_version``. Readers validate line by line an
 files are written to a temp file and renamed (never half-written); long jobs append one line per
 finished item and flush it, so a crash loses at most the line being written, which the reader of a
 resumed run discards (a torn last line is the only tolerated defect, see ``read_jsonl``).
+
+A pair with a known winner has one record, :class:`PairRecord` (prompt, chosen, rejected, as ``j1 synth``
+writes it); the other pair types are views of it, each where it must differ:
+
+- :class:`PlacedPair` (``j1.train.data.Pair``): the record with its responses placed as A and B by a
+  seeded coin and ``label`` naming the better one, so train, probe and export never assume chosen is A.
+- :class:`TrainRow`: a placed pair shown in one order, a line of ``j1 synth mix`` (its file format).
+- ``j1.attack.attacks.AttackPair``: a record's chosen answer against an attack on its rejected one,
+  whose text may depend on the letter it is shown as.
+- ``j1.eval.items.Item``: a benchmark item, which may hold more than two responses (RM-Bench's 3x3).
+- ``j1.serve.protocol.Task``: a request to judge, with no known winner (``response_b`` None: score one).
 """
 
 from __future__ import annotations
@@ -277,7 +288,8 @@ def _truncate_torn_tail(path: Path) -> None:
 
 @dataclass
 class PairRecord:
-    """A training/evaluation pair with a known winner: one line of a pair file (``j1 synth``)."""
+    """A training/evaluation pair with a known winner: one line of a pair file (``j1 synth``), and the
+    one pair record the other pair types are views of (module docstring)."""
 
     id: str
     prompt: str
@@ -348,17 +360,97 @@ def read_train_rows(path: str | os.PathLike) -> list[TrainRow]:
 
 
 def both_orders(pair: PairRecord, seed: int) -> list[TrainRow]:
-    """The AB and BA rows of a pair; chosen goes to response_a with probability 1/2 (seeded by id).
+    """The AB and BA rows of a pair, placed by ``PlacedPair.from_record`` (chosen is response_a with
+    probability 1/2, seeded by id).
 
     >>> p = PairRecord("id1", "q", "good", "bad", "chat", "s")
     >>> [(r.order, r.label, r.label_shown) for r in both_orders(p, 0)] in (
     ...     [("AB", "A", "A"), ("BA", "A", "B")], [("AB", "B", "B"), ("BA", "B", "A")])
     True
     """
-    chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
-    a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
-    return [TrainRow(pair.id, o.value, pair.prompt, a, b, label, shown_label(label, o), pair.kind, pair.source)
-            for o in ORDERS]
+    return PlacedPair.from_record(pair, seed).train_rows(pair.source)
+
+
+@dataclass(frozen=True)
+class PlacedPair:
+    """A pair placed in AB naming: ``label`` says which of ``response_a``/``response_b`` is better.
+
+    The view of a :class:`PairRecord` that judge prompts are built from (``j1.train.data.Pair``): a
+    placement that always put chosen first would let a judge learn the position instead of the answer.
+    """
+
+    pair_id: str
+    prompt: str
+    response_a: str
+    response_b: str
+    label: str
+    kind: str = ""
+
+    @classmethod
+    def from_record(cls, pair: PairRecord, seed: int) -> PlacedPair:
+        """``pair`` with chosen placed as A or B by a coin seeded with ``seed`` and the pair id, the
+        coin ``j1 synth mix`` uses, so a pair file and its mix place every pair alike.
+
+        >>> p = PlacedPair.from_record(PairRecord("id1", "q", "good", "bad", "chat", "s"), 0)
+        >>> (p.response_a, p.response_b, p.label) in (("good", "bad", "A"), ("bad", "good", "B"))
+        True
+        """
+        chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
+        a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
+        return cls(pair.id, pair.prompt, a, b, label, pair.kind)
+
+    @classmethod
+    def from_train_row(cls, row: TrainRow) -> PlacedPair:
+        """The pair a mix line shows (either order: a line keeps the original placement).
+
+        >>> row = TrainRow("m1", "BA", "q", "x", "y", "B", "A", "chat", "s")
+        >>> PlacedPair.from_train_row(row)
+        PlacedPair(pair_id='m1', prompt='q', response_a='x', response_b='y', label='B', kind='chat')
+        """
+        return cls(row.pair_id, row.prompt, row.response_a, row.response_b, row.label, row.kind)
+
+    def train_rows(self, source: str) -> list[TrainRow]:
+        """The pair's AB and BA lines of a mix file (``source``: the pair's data source).
+
+        >>> [(r.order, r.label, r.label_shown) for r in PlacedPair("p", "q", "x", "y", "B").train_rows("s")]
+        [('AB', 'B', 'B'), ('BA', 'B', 'A')]
+        """
+        return [TrainRow(self.pair_id, o.value, self.prompt, self.response_a, self.response_b, self.label,
+                         shown_label(self.label, o), self.kind, source) for o in ORDERS]
+
+
+def placed_pairs(rows: Iterable[TrainRow], where: str) -> list[PlacedPair]:
+    """The pairs of a mix file's rows, in first-seen order: each from its AB and BA lines.
+
+    Args:
+        rows: the lines, both orders of every pair.
+        where: the file, for error messages.
+
+    Raises:
+        RowError: a pair id twice in one order, two orders that disagree on the pair, or a pair with
+            one order only; the message starts with ``where``.
+
+    >>> pair = PlacedPair("p", "q", "x", "y", "A")
+    >>> placed_pairs(pair.train_rows("s"), "f") == [pair]
+    True
+    >>> placed_pairs(pair.train_rows("s")[:1], "f")
+    Traceback (most recent call last):
+    j1.schema.RowError: f: pair 'p' has only order ['AB']; need AB and BA
+    """
+    pairs: dict[str, PlacedPair] = {}
+    orders: dict[str, set[str]] = {}
+    for r in rows:
+        pair = PlacedPair.from_train_row(r)
+        if r.order in orders.setdefault(r.pair_id, set()):
+            raise RowError(f"{where}: pair id {r.pair_id!r} appears twice in order {r.order}")
+        if r.pair_id in pairs and pairs[r.pair_id] != pair:
+            raise RowError(f"{where}: the two orders of pair {r.pair_id!r} disagree on the pair")
+        orders[r.pair_id].add(r.order)
+        pairs[r.pair_id] = pair
+    lonely = [pid for pid, o in orders.items() if len(o) != 2]
+    if lonely:
+        raise RowError(f"{where}: pair {lonely[0]!r} has only order {sorted(orders[lonely[0]])}; need AB and BA")
+    return list(pairs.values())
 
 
 @dataclass

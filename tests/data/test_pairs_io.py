@@ -56,7 +56,7 @@ def test_eval_and_attack_loader(tmp_path, form):
     (item,) = load_items(get_benchmark("generic"), str(path))
     assert (item.id, item.prompt, item.responses) == (_expected_id(form), Q, {"A": GOOD, "B": BAD})
     (row,) = load_rows(str(path))
-    assert (row.id, row.prompt, row.reference, row.wrong) == (_expected_id(form), Q, GOOD, BAD)
+    assert (row.id, row.prompt, row.chosen, row.rejected) == (_expected_id(form), Q, GOOD, BAD)
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))

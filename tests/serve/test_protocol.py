@@ -9,9 +9,9 @@ import pytest
 from j1.judge import Judgment, OrderResult, Sample
 from j1.serve.protocol import (
     ItemError,
-    JudgeRequest,
     RequestError,
     Rewards,
+    Task,
     pairwise_reward,
     pairwise_rewards,
     parse_json,
@@ -153,11 +153,11 @@ def test_parse_reward_request_errors(body, pairwise, message):
 
 
 @pytest.mark.parametrize("body, pairwise, expected", [
-    ({"prompt": "Q", "response_a": "a", "response_b": "b"}, True, JudgeRequest("Q", "a", "b", None)),
-    ({"prompt": "Q", "response_a": "a", "samples": 3}, False, JudgeRequest("Q", "a", None, 3)),
-    ({"prompt": "Q", "response_a": "a", "response_b": "b"}, False, JudgeRequest("Q", "a", "b", None)),
-    ({"prompt": "", "response_a": "", "response_b": ""}, True, JudgeRequest("", "", "", None)),
-    ({"prompt": "Q", "response_a": "a", "samples": 64}, False, JudgeRequest("Q", "a", None, 64)),  # the most
+    ({"prompt": "Q", "response_a": "a", "response_b": "b"}, True, Task("Q", "a", "b", None)),
+    ({"prompt": "Q", "response_a": "a", "samples": 3}, False, Task("Q", "a", None, 3)),
+    ({"prompt": "Q", "response_a": "a", "response_b": "b"}, False, Task("Q", "a", "b", None)),
+    ({"prompt": "", "response_a": "", "response_b": ""}, True, Task("", "", "", None)),
+    ({"prompt": "Q", "response_a": "a", "samples": 64}, False, Task("Q", "a", None, 64)),  # the most
 ])
 def test_parse_judge_request(body, pairwise, expected):
     assert parse_judge_request(body, pairwise=pairwise) == expected

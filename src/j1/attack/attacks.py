@@ -1,8 +1,9 @@
-"""The attacks of ``j1 attack`` as pure functions: attack pairs built from (prompt, reference answer,
-wrong answer) rows, judged in both orders, and the share of verdicts that prefer the attack.
+"""The attacks of ``j1 attack`` as pure functions: attack pairs built from pair records
+(``j1.schema.PairRecord``: its chosen response is the reference answer, its rejected one the wrong
+answer), judged in both orders, and the share of verdicts that prefer the attack.
 
-Every attack pair holds the row's reference answer as original response A and an attack response as
-B, so the label is A and a verdict of B is a false preference. The attacks:
+Every attack pair holds the record's reference answer as original response A and an attack response
+as B, so the label is A and a verdict of B is a false preference. The attacks:
 
 - ``master_key_*``: a non-answer (":", "Thought process:", an empty response, …) against the reference.
   "One Token to Fool LLM-as-a-Judge" (2025) found such keys fool many judges.
@@ -28,6 +29,7 @@ from j1.eval.metrics import PairOutcome
 from j1.eval.stats import as_list, bootstrap_ci
 from j1.formats import JudgeFormat
 from j1.pairs import Verdict, render_both, shown_label, slots
+from j1.schema import PairRecord
 
 # The keys of "One Token to Fool LLM-as-a-Judge": punctuation, reasoning openers, and a few of them in
 # other languages (Chinese "solution", Japanese "explanation", Spanish "answer").
@@ -60,19 +62,11 @@ ATTACK = "B"  # the attack response's original placement; the reference is A
 
 
 @dataclass(frozen=True)
-class SourceRow:
-    """A prompt with a reference (correct) answer and a wrong answer."""
-
-    id: str
-    prompt: str
-    reference: str
-    wrong: str
-
-
-@dataclass(frozen=True)
 class AttackPair:
-    """One attack on one row. ``as_a``/``as_b``: the attack response when shown as A / as B (they
-    differ only for attacks that name their own letter); pointwise shows it alone, as A."""
+    """One attack on one pair record, built by ``attack_pairs``: the view of a ``PairRecord`` an attack
+    needs, since the attack text may name the letter it is shown as. ``reference`` is the record's
+    chosen response; ``as_a``/``as_b``: the attack response when shown as A / as B (they differ only
+    for attacks that name their own letter); pointwise shows it alone, as A."""
 
     id: str
     attack: str
@@ -133,19 +127,28 @@ def pad(text: str, length: int) -> str:
     return "\n".join([*lines, text])
 
 
-def attack_pairs(row: SourceRow, fmt: JudgeFormat) -> list[AttackPair]:
-    """Every attack on ``row`` (in ``ATTACKS`` order), then the control: the plain wrong answer."""
+def attack_pairs(row: PairRecord, fmt: JudgeFormat) -> list[AttackPair]:
+    """Every attack on ``row`` (in ``ATTACKS`` order), then the control: the plain wrong answer.
+
+    ``row.chosen`` is the reference answer, ``row.rejected`` the wrong answer the attacks dress up.
+
+    >>> from j1.formats import get_format
+    >>> pairs = attack_pairs(PairRecord("r1", "1+1?", "2", "3", "math", "s"), get_format("pav"))
+    >>> pairs[-1]
+    AttackPair(id='r1:control', attack='control', prompt='1+1?', reference='2', as_a='3', as_b='3')
+    """
+    reference, wrong = row.chosen, row.rejected
 
     def pair(name: str, as_a: str, as_b: str | None = None) -> AttackPair:
-        return AttackPair(f"{row.id}:{name}", name, row.prompt, row.reference, as_a, as_a if as_b is None else as_b)
+        return AttackPair(f"{row.id}:{name}", name, row.prompt, reference, as_a, as_a if as_b is None else as_b)
 
     out = [pair(f"master_key_{k}", key) for k, key in MASTER_KEYS.items()]
     # Pointwise shows the attack alone, as A; pairwise names the letter it is shown as in each order.
     letter_b = "B" if fmt.pairwise else "A"
-    out += [pair(f"injection_{k}", injection(k, row.wrong, fmt, "A"), injection(k, row.wrong, fmt, letter_b))
+    out += [pair(f"injection_{k}", injection(k, wrong, fmt, "A"), injection(k, wrong, fmt, letter_b))
             for k in INJECTIONS]
-    out.append(pair("length_3x", pad(row.wrong, LENGTH_FACTOR * len(row.reference))))
-    out.append(pair(CONTROL, row.wrong))
+    out.append(pair("length_3x", pad(wrong, LENGTH_FACTOR * len(reference))))
+    out.append(pair(CONTROL, wrong))
     return out
 
 

@@ -16,7 +16,6 @@ from j1.attack.attacks import (
     ATTACKS,
     CONTROL,
     AttackPair,
-    SourceRow,
     attack_block,
     attack_pairs,
     attack_prompts,
@@ -31,7 +30,7 @@ from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
 from j1.judge import mean_score, to_sample
 from j1.judges import ASSETS
-from j1.schema import write_json_atomic
+from j1.schema import PairRecord, write_json_atomic
 
 if TYPE_CHECKING:
     from j1.attack.spec import AttackSpec
@@ -43,15 +42,19 @@ log = logging.getLogger(__name__)
 DEFAULT_DATA = ASSETS / "data" / "gsm8k_test_mismatch.jsonl"
 
 
-def load_rows(data: str | None, limit: int | None = None) -> list[SourceRow]:
-    """Rows from ``data`` (prompt/chosen/rejected rows, as ``j1 eval --benchmark generic`` reads
-    them; ``j1 synth mix`` rows too), or the shipped set when None. ``chosen`` is the reference.
+def load_rows(data: str | None, limit: int | None = None) -> list[PairRecord]:
+    """Pair records from ``data`` (prompt/chosen/rejected rows, as ``j1 eval --benchmark generic``
+    reads them, with its unique ids; ``j1 synth mix`` rows too), or the shipped set when None.
+    ``chosen`` is the reference answer, ``rejected`` the wrong one; ``kind`` is the item's category
+    and ``source`` the file's name.
 
     Raises:
         RowError: a malformed row, naming the file, line and field.
     """
-    items = load_items(get_benchmark("generic"), str(data or DEFAULT_DATA), limit=limit)
-    return [SourceRow(it.id, it.prompt, it.responses["A"], it.responses["B"]) for it in items]
+    path = str(data or DEFAULT_DATA)
+    items = load_items(get_benchmark("generic"), path, limit=limit)
+    return [PairRecord(it.id, it.prompt, it.responses["A"], it.responses["B"], it.category, Path(path).stem)
+            for it in items]
 
 
 def plan(pairs: Sequence[AttackPair], fmt: JudgeFormat, done: set[tuple[str, str]], prefill: str | None) -> list[Work]:

@@ -338,7 +338,7 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             req = protocol.parse_judge_request(await read_json(request), pairwise=pairwise,
                                                max_samples=settings.max_samples)
             check_samples(req.samples)
-            fitted = await asyncio.to_thread(fitter.fit, Task(req.prompt, req.response_a, req.response_b, req.samples))
+            fitted = await asyncio.to_thread(fitter.fit, req)
             (result,) = await judged(request, [fitted.task])
         out = to_json(result)
         if fitted.truncated:

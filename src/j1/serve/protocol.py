@@ -79,13 +79,15 @@ class RewardRequest:
 
 
 @dataclass(frozen=True)
-class JudgeRequest:
-    """A ``/v1/judge`` request; ``response_b`` None asks a pointwise judge for one score."""
+class Task:
+    """One judgment ``j1 serve`` batches: a ``/v1/judge`` request, or one item of a ``/get_reward``
+    batch. A pair to compare in both orders (``response_b`` set) or one response to score alone
+    (``response_b`` None, pointwise); ``samples`` None uses the judge's own. ``j1.serve.tasks`` runs it."""
 
     prompt: str
     response_a: str
-    response_b: str | None
-    samples: int | None
+    response_b: str | None = None
+    samples: int | None = None
 
 
 def parse_json(body: bytes) -> Any:
@@ -203,7 +205,7 @@ def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
     return RewardRequest(prompts, responses, labels)
 
 
-def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> JudgeRequest:
+def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> Task:
     """Check a ``/v1/judge`` body: ``prompt`` (a string, or a conversation as a list of chat messages
     ``{"role", "content"}``, which the judge reads as its transcript: ``j1.formats.base.request_text``),
     ``response_a`` (a string), ``response_b`` (a string; required by a pairwise judge, optional for a
@@ -230,7 +232,7 @@ def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> 
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)
                                 or not 1 <= samples <= max_samples):
         raise RequestError(f"field 'samples' must be an integer from 1 to {max_samples}, got {samples!r}")
-    return JudgeRequest(fields["prompt"], fields["response_a"], fields["response_b"], samples)
+    return Task(fields["prompt"], fields["response_a"], fields["response_b"], samples)
 
 
 def pairwise_reward(verdicts: Sequence[str]) -> float:

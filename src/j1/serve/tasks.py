@@ -1,26 +1,19 @@
-"""The unit of work ``j1 serve`` batches: one judgment, of a pair or of one response alone."""
+"""Running the unit of work ``j1 serve`` batches (``Task``: one judgment, of a pair or of one response
+alone). ``Task`` is defined with the request parser that makes it (``j1.serve.protocol``), which needs
+no judge; it is importable from here too."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from j1.api import Judge
 from j1.backends import Messages
 from j1.chat import with_prefill
 from j1.judge import Judgment
 from j1.pairs import render_both
+from j1.serve.protocol import Task
 
-
-@dataclass(frozen=True)
-class Task:
-    """A pair to compare in both orders (``response_b`` set) or one response to score (pointwise);
-    ``samples`` None uses the judge's own."""
-
-    prompt: str
-    response_a: str
-    response_b: str | None = None
-    samples: int | None = None
+__all__ = ["Task", "judge_prompts", "run_tasks"]
 
 
 def run_tasks(judge: Judge, tasks: Sequence[Task]) -> list[Judgment | dict]:

@@ -14,28 +14,19 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from j1.chat import render, with_prefill
 from j1.formats import get_format
 from j1.pairs import render_both
-from j1.schema import RowError, read_json_rows
+from j1.schema import PlacedPair, RowError, both_orders, placed_pairs, read_json_rows, read_train_rows
 
 log = logging.getLogger(__name__)
 
 UNIT = 2  # rows per unit: (AB, BA) or (A, B)
 
 
-@dataclass(frozen=True)
-class Pair:
-    """A pair in AB naming: ``label`` says which of ``response_a``/``response_b`` is better."""
-
-    pair_id: str
-    prompt: str
-    response_a: str
-    response_b: str
-    label: str
-    kind: str = ""
+# The placed view of the one pair record (``j1.schema``); probe, export and the tests import it from here.
+Pair = PlacedPair
 
 
 def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
@@ -48,29 +39,15 @@ def load_pairs(path: str | os.PathLike, *, pair_seed: int = 0) -> list[Pair]:
         RowError: a malformed row, naming ``path:line`` and the field; a pair with one order only.
     """
     from j1.data.pairs_io import read_pair_file
-    from j1.schema import both_orders, read_train_rows
 
     first = next((obj for _, obj in read_json_rows(path)), None)
     if first is None:
         raise RowError(f"{path}: no pairs")
     if "order" in first:
         rows = read_train_rows(path)
-    else:
+    else:  # the lines the mix would write, so a pair file and its mix train alike (and fail alike)
         rows = [r for rec in read_pair_file(path) for r in both_orders(rec, pair_seed)]
-    pairs: dict[str, Pair] = {}
-    orders: dict[str, set[str]] = {}
-    for r in rows:
-        pair = Pair(r.pair_id, r.prompt, r.response_a, r.response_b, r.label, r.kind)
-        if r.order in orders.setdefault(r.pair_id, set()):
-            raise RowError(f"{path}: pair id {r.pair_id!r} appears twice in order {r.order}")
-        if r.pair_id in pairs and pairs[r.pair_id] != pair:
-            raise RowError(f"{path}: the two orders of pair {r.pair_id!r} disagree on the pair")
-        orders[r.pair_id].add(r.order)
-        pairs[r.pair_id] = pair
-    lonely = [pid for pid, o in orders.items() if len(o) != 2]
-    if lonely:
-        raise RowError(f"{path}: pair {lonely[0]!r} has only order {sorted(orders[lonely[0]])}; need AB and BA")
-    return list(pairs.values())
+    return placed_pairs(rows, str(path))
 
 
 def formulation_formats(formulation: str) -> tuple[str, ...]:
