@@ -1,11 +1,12 @@
 """run.json: what a run directory needs to be reproduced (config, versions, git revision, times), and
-``RunFolder``: the one home of a run folder's rules (created on start, run.json written atomically, the
-settings a ``--resume`` must keep)."""
+``RunFolder``: the one home of a run folder's rules (created on start, run.json written atomically and
+read back, the settings a ``--resume`` must keep). Every command that writes a run.json goes through it."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import json
 import platform
 import subprocess
 import sys
@@ -54,22 +55,6 @@ def config_dict(config: Any) -> dict[str, Any]:
     return dict(config)
 
 
-def write_run_json(path: str | Path, *, command: str, config: Any, started: float, **extra: Any) -> dict:
-    """Write ``run.json`` (atomically) and return what was written."""
-    info = {
-        "command": command,
-        "argv": sys.argv,
-        "config": config_dict(config),
-        "versions": versions(),
-        "git": git_revision(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "seconds": round(time.time() - started, 3),
-        **extra,
-    }
-    write_json_atomic(path, info)
-    return info
-
-
 def setting_changes(old: Mapping[str, Any], new: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
     """Each of ``keys`` that the recorded config ``old`` holds and ``new`` changes, as flags: the one rule
     for continuing a run. A key ``old`` lacks is not checked (an older j1 did not record it).
@@ -91,6 +76,7 @@ class RunFolder:
         resume_keys: the config fields a ``--resume`` must keep (the rest may change between attempts).
         result: the file whose lines a run appends (``judgments.jsonl``): a folder holding a non-empty
             one is a run, continued only with ``--resume``.
+        record: run.json's name; a pair file's run keeps it beside the file (``math.run.json``).
 
     >>> import tempfile
     >>> folder = RunFolder(tempfile.mkdtemp(), command="eval", resume_keys=("seed",))
@@ -102,23 +88,27 @@ class RunFolder:
     """
 
     def __init__(self, path: str | Path, *, command: str, started: float | None = None,
-                 resume_keys: Sequence[str] = (), result: str = "judgments.jsonl"):
+                 resume_keys: Sequence[str] = (), result: str = "judgments.jsonl", record: str = "run.json"):
         self.path = Path(path)
         self.command = command
         self.started = time.time() if started is None else started
         self.resume_keys = tuple(resume_keys)
         self.result = self.path / result
+        self.run_json = self.path / record
         self.path.mkdir(parents=True, exist_ok=True)
 
-    @property
-    def run_json(self) -> Path:
-        return self.path / "run.json"
-
     def recorded(self) -> dict[str, Any]:
-        """run.json's content; empty when the folder has none yet."""
-        import json
+        """run.json's content; empty when the folder has none yet.
 
-        return json.loads(self.run_json.read_text(encoding="utf-8")) if self.run_json.exists() else {}
+        Raises:
+            ValueError: run.json is not valid JSON (naming the file and line).
+        """
+        if not self.run_json.exists():
+            return {}
+        try:
+            return json.loads(self.run_json.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{self.run_json}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
 
     def check_resume(self, config: Any, *, resume: bool) -> None:
         """Refuse to mix runs: a folder with results needs ``resume``, and ``resume`` needs the recorded
@@ -145,5 +135,17 @@ class RunFolder:
             (self.path / name).unlink(missing_ok=True)
 
     def write(self, config: Any, **extra: Any) -> dict:
-        """Write run.json (atomically) with the config, versions, times and ``extra``; returns it."""
-        return write_run_json(self.run_json, command=self.command, config=config, started=self.started, **extra)
+        """Write run.json (atomically) with the config, versions, times and ``extra``; returns it. A run
+        that goes on rewrites it whole (``status`` running, then done or interrupted)."""
+        info = {
+            "command": self.command,
+            "argv": sys.argv,
+            "config": config_dict(config),
+            "versions": versions(),
+            "git": git_revision(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.started)),
+            "seconds": round(time.time() - self.started, 3),
+            **extra,
+        }
+        write_json_atomic(self.run_json, info)
+        return info

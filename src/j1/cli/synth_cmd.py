@@ -19,7 +19,6 @@ from pathlib import Path
 
 from j1.cli.common import build_backend, check_hub_inputs, parse, removed_on_error, setup_logging
 from j1.cli.configs import MixConfig, SynthChatConfig, SynthMathConfig, SynthMismatchConfig
-from j1.runinfo import write_run_json
 
 SUBCOMMANDS = {
     "math": "verified math pairs: N sampled solutions, a right one vs a wrong one",
@@ -36,7 +35,7 @@ def usage() -> str:
 
 def run_math(cfg: SynthMathConfig) -> dict:
     from j1.data.sources import load_math_problems, source_name
-    from j1.data.store import PairStore, run_entry
+    from j1.data.store import PairStore, run_entry, run_folder
     from j1.data.synth_math import KIND, sample_counts_from_store, synth_math
 
     started = time.time()
@@ -58,8 +57,7 @@ def run_math(cfg: SynthMathConfig) -> dict:
             extra={"samples": sample_counts_from_store(store), "source": cfg.source},
         )
         store.write_stats(stats)
-        write_run_json(store.run_path, command="j1 synth math", config=cfg, started=started,
-                       pairs=stats["pairs"], done=stats["done"])
+        run_folder(store.out, "j1 synth math", started=started).write(cfg, pairs=stats["pairs"], done=stats["done"])
     return stats
 
 
@@ -84,7 +82,7 @@ def build_judge(cfg: SynthChatConfig):
 def run_chat(cfg: SynthChatConfig) -> dict:
     from j1.data.filters import Embedder
     from j1.data.sources import load_chat_prompts, source_name
-    from j1.data.store import PairStore, run_entry
+    from j1.data.store import PairStore, run_entry, run_folder
     from j1.data.synth_chat import KIND, options_from, synth_chat
 
     started = time.time()
@@ -110,8 +108,7 @@ def run_chat(cfg: SynthChatConfig) -> dict:
             extra={"rewrite_checks": _rewrite_checks(store), "source": cfg.source},
         )
         store.write_stats(stats)
-        write_run_json(store.run_path, command="j1 synth chat", config=cfg, started=started,
-                       pairs=stats["pairs"], done=stats["done"])
+        run_folder(store.out, "j1 synth chat", started=started).write(cfg, pairs=stats["pairs"], done=stats["done"])
     return stats
 
 
@@ -129,7 +126,7 @@ def run_mismatch(cfg: SynthMismatchConfig) -> dict:
     """Write the mismatch pair file and OUT.run.json; returns the counts (see :mod:`j1.data.mismatch`)."""
     from j1.data.mismatch import mismatch_pairs
     from j1.data.sources import load_math_problems, source_name
-    from j1.data.store import side_path
+    from j1.data.store import run_folder
     from j1.schema import write_jsonl_atomic
 
     started = time.time()
@@ -139,7 +136,7 @@ def run_mismatch(cfg: SynthMismatchConfig) -> dict:
                            source=source_name(cfg.source), kind=cfg.kind)
     stats = {"kind": cfg.kind, "source": cfg.source, "questions": len(problems), "pairs": write_jsonl_atomic(cfg.out, pairs),
              "out": cfg.out}
-    write_run_json(side_path(cfg.out, "run.json"), command="j1 synth mismatch", config=cfg, started=started, **stats)
+    run_folder(cfg.out, "j1 synth mismatch", started=started).write(cfg, **stats)
     return stats
 
 

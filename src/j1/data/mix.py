@@ -145,7 +145,7 @@ OUTPUTS = ("train.jsonl", "heldout.jsonl", "mix.stats.json", "mix.run.json")
 
 def run_mix_config(cfg: MixSpec) -> dict:
     """Run ``j1 synth mix`` for a :class:`j1.data.spec.MixSpec`; returns its stats."""
-    from j1.runinfo import write_run_json
+    from j1.runinfo import RunFolder
     from j1.schema import write_json_atomic
 
     started = time.time()
@@ -168,8 +168,8 @@ def run_mix_config(cfg: MixSpec) -> dict:
         "out_dir": str(out),
     }
     write_json_atomic(out / "mix.stats.json", stats)
-    write_run_json(out / "mix.run.json", command="j1 synth mix", config=cfg, started=started,
-                   train_rows=n_train, heldout_rows=n_held)
+    RunFolder(out, command="j1 synth mix", started=started, record="mix.run.json").write(
+        cfg, train_rows=n_train, heldout_rows=n_held)
     return stats
 
 

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from j1.runinfo import RunFolder
 from j1.schema import (
     Dropped,
     JsonlAppender,
@@ -44,6 +45,17 @@ def side_path(out: str | Path, what: str) -> Path:
     """
     out = Path(out)
     return out.with_name(f"{out.stem}.{what}")
+
+
+def run_folder(out: str | Path, command: str, *, started: float) -> RunFolder:
+    """The run folder of the pair file ``out``: its run.json is the side file ``OUT.run.json``.
+
+    >>> import tempfile
+    >>> run_folder(f"{tempfile.mkdtemp()}/math.jsonl", "j1 synth math", started=0.0).run_json.name
+    'math.run.json'
+    """
+    record = side_path(out, "run.json")
+    return RunFolder(record.parent, command=command, started=started, record=record.name)
 
 
 class PairStore:

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import get_format, require_arity
 from j1.judge_spec import JudgeArgs
+from j1.run_spec import RunArgs
 
 
 @dataclass
-class EvalSpec(JudgeArgs, BackendArgs, SamplingArgs):
+class EvalSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
 
     benchmark: str | None = field(
@@ -19,9 +20,6 @@ class EvalSpec(JudgeArgs, BackendArgs, SamplingArgs):
                                 "mtbench_human, pandalm, autoj, hh_rlhf, generic or rewardbench2."})
     data: str | None = field(
         default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
-    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
-    limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
-    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     split: str | None = field(
         default=None, metadata={"help": "Benchmark part: JudgeBench 'gpt-4o' (the J1 paper's 350 pairs) or 'claude'."})
     hf_split: str | None = field(
@@ -29,10 +27,6 @@ class EvalSpec(JudgeArgs, BackendArgs, SamplingArgs):
     ties: str | None = field(
         default=None, metadata={"help": "keep or drop tie-labelled items (default per benchmark: PPE and "
                                 "MT-Bench drop, the rest keep)."})
-    max_error_rate: float = field(
-        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
-    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
-    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
     rb2_mode: str = field(
         default="fourway", metadata={"help": "RewardBench 2: fourway (pick the best of four, the official default) or "
                                      "ratings (rate each response); sets the format. Ties is always rated."})
@@ -49,16 +43,9 @@ class EvalSpec(JudgeArgs, BackendArgs, SamplingArgs):
             raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
         if not self.data:
             raise ValueError("j1 eval needs --data (a local file or a Hugging Face dataset id)")
-        if not self.out:
-            raise ValueError("j1 eval needs --out DIR (the run folder)")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all rows)")
+        self._check_run("j1 eval", "rows")
         if self.ties not in (None, "keep", "drop"):
             raise ValueError(f"--ties {self.ties!r}: choose keep or drop")
-        if not 0 <= self.max_error_rate <= 1:
-            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
-        if self.n_boot < 1:
-            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
 
     def _setup_rewardbench2(self) -> None:
         """RewardBench 2's mode picks the format (fourway or pos); fourway is for RewardBench 2 only."""
@@ -88,7 +75,7 @@ class ScoreSpec:
 
 
 @dataclass
-class ConsistencySpec(JudgeArgs, BackendArgs, SamplingArgs):
+class ConsistencySpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 consistency``: judge every pair of K responses per prompt in both orders; report IPI, TOV and
     intransitive triples (no labels needed)."""
 
@@ -98,18 +85,12 @@ class ConsistencySpec(JudgeArgs, BackendArgs, SamplingArgs):
                                 "responses, j1/assets/data/consistency_gsm8k.jsonl)."})
     responses: int = field(default=4, metadata={"help": "K: judge the first K responses of each prompt "
                                                 "(K(K-1) pairwise prompts per prompt; 3 <= K <= 12)."})
-    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N prompts (file order)."})
-    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     sampler_model: str | None = field(
         default=None, metadata={"help": "Sample the K responses from this model instead of reading them from --data "
                                 "(then only 'prompt' is read); they are kept in DIR/responses.jsonl."})
     sampler_temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of --sampler-model."})
     sampler_max_new_tokens: int = field(default=256, metadata={"help": "Most tokens per sampled response."})
-    max_error_rate: float = field(
-        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
-    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
-    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
         from j1.eval.consistency import MAX_K
@@ -121,21 +102,14 @@ class ConsistencySpec(JudgeArgs, BackendArgs, SamplingArgs):
 
             self.data = str(SHIPPED_SETS)
         require_arity(self.format, (1, 2), "j1 consistency")  # it judges pairs and single responses
-        if not self.out:
-            raise ValueError("j1 consistency needs --out DIR (the run folder)")
+        self._check_run("j1 consistency", "prompts")
         if not 3 <= self.responses <= MAX_K:
             raise ValueError(f"--responses {self.responses}: must be in [3, {MAX_K}] (triples need 3; the exact TOV "
                              f"is computed up to {MAX_K})")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all prompts)")
         if self.sampler_temperature <= 0:
             raise ValueError(f"--sampler-temperature {self.sampler_temperature}: must be > 0 (K greedy answers are one)")
         if self.sampler_max_new_tokens < 1:
             raise ValueError(f"--sampler-max-new-tokens {self.sampler_max_new_tokens}: must be >= 1")
-        if not 0 <= self.max_error_rate <= 1:
-            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
-        if self.n_boot < 1:
-            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
 
 
 @dataclass

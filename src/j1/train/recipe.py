@@ -11,7 +11,6 @@ import logging
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,16 +36,6 @@ def resolve_checkpoint(value: str | None, output_dir: str) -> str | None:
     if not os.path.isdir(value):
         raise FileNotFoundError(f"--resume_from_checkpoint {value}: not a folder")
     return value
-
-
-def previous_interruptions(run_json: Path) -> list[dict]:
-    """The ``interruptions`` a run folder's run.json records (empty without one)."""
-    if not run_json.exists():
-        return []
-    try:
-        return json.loads(run_json.read_text(encoding="utf-8")).get("interruptions") or []
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{run_json}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
 
 
 def latest_checkpoint(output_dir: str | os.PathLike) -> str | None:
@@ -230,7 +219,7 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
 
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, cpu_native_bf16
-    from j1.runinfo import write_run_json
+    from j1.runinfo import RunFolder
     from j1.train.callbacks import (
         CheckpointManifestCallback,
         SignalStopCallback,
@@ -239,17 +228,16 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     )
     from j1.train.resume import checkpoint_progress, interruptions, read_progress
 
-    started = time.time()
+    run_folder = RunFolder(grpo_args.output_dir, command="j1 train")
     warning = emulated_bf16_warning(grpo_args.bf16, grpo_args.use_cpu or not torch.cuda.is_available(),
                                     cpu_native_bf16())
     if warning:
         log.warning(warning)
-    out = Path(grpo_args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = run_folder.path
     resume = resolve_checkpoint(grpo_args.resume_from_checkpoint, str(out))
     # what this start continues, and what the interruption before it lost (redone now, issue 46)
     held = checkpoint_progress(resume)
-    lost = interruptions(previous_interruptions(out / "run.json"), read_progress(out), held)
+    lost = interruptions(run_folder.recorded().get("interruptions") or [], read_progress(out), held)
     base = model_args.model_name_or_path or EMBEDDED_NAME
 
     def manifest(folder: Path, lora: bool | None = None):
@@ -268,8 +256,7 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     accounting = {"resumed_step": held["global_step"], "resumed_trained_minutes": round(held["trained_seconds"] / 60, 3),
                   "interruptions": lost}
     if is_main:
-        write_run_json(out / "run.json", command="j1 train", config=config, started=started,
-                       status="running", resume_from=resume, data=info, device=device, **accounting)
+        run_folder.write(config, status="running", resume_from=resume, data=info, device=device, **accounting)
     try:
         result = trainer.train(resume_from_checkpoint=resume)
     finally:
@@ -277,9 +264,9 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
     if stopper.received is not None:  # a checkpoint at this step is saved; final is left to the resumed run
         if is_main:
-            write_run_json(out / "run.json", command="j1 train", config=config, started=started,
-                           status="interrupted", signal=signal.Signals(stopper.received).name, resume_from=resume,
-                           data=info, device=device, global_step=trainer.state.global_step, **accounting)
+            run_folder.write(config, status="interrupted", signal=signal.Signals(stopper.received).name,
+                         resume_from=resume, data=info, device=device, global_step=trainer.state.global_step,
+                         **accounting)
         raise TrainingInterrupted(stopper.received, trainer.state.global_step)
     model = trainer.accelerator.unwrap_model(trainer.model)
     final = out / "final"
@@ -296,8 +283,7 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     if is_main:
         trainer.processing_class.save_pretrained(str(final))
         write_manifest(final, manifest(final, lora))
-        run = write_run_json(out / "run.json", command="j1 train", config=config, started=started,
-                             status="done", resume_from=resume, data=info, device=device, global_step=trainer.state.global_step,
-                             train_metrics=result.metrics, **accounting)
+        run = run_folder.write(config, status="done", resume_from=resume, data=info, device=device,
+                           global_step=trainer.state.global_step, train_metrics=result.metrics, **accounting)
         log.info("done: %d steps; model in %s", trainer.state.global_step, out / "final")
     return run

@@ -23,9 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from j1.chat import prefill, render
@@ -169,7 +167,7 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     from j1.device import describe
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
-    from j1.runinfo import write_run_json
+    from j1.runinfo import RunFolder
     from j1.schema import write_json_atomic
     from j1.train.callbacks import (
         JsonlLogCallback,
@@ -179,17 +177,17 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
         TrainingInterrupted,
     )
     from j1.train.data import UNIT, build_rows, load_pairs
-    from j1.train.recipe import lora_config, previous_interruptions, resolve_checkpoint
+    from j1.train.recipe import lora_config, resolve_checkpoint
     from j1.train.resume import checkpoint_progress, interruptions, read_progress
     from j1.train.sft import CompletionSFTTrainer
 
-    started = time.time()
-    out = Path(sft_args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder(sft_args.output_dir, command="j1 warmup")
+    out = folder.path
     resume = resolve_checkpoint(sft_args.resume_from_checkpoint, str(out))
     held = checkpoint_progress(resume)  # all a resumed run counts as trained; the rest of a killed run is lost
     accounting = {"resumed_step": held["global_step"], "resumed_trained_minutes": round(held["trained_seconds"] / 60, 3),
-                  "interruptions": interruptions(previous_interruptions(out / "run.json"), read_progress(out), held)}
+                  "interruptions": interruptions(folder.recorded().get("interruptions") or [], read_progress(out),
+                                                 held)}
     pairs = load_pairs(cfg.train_file, pair_seed=cfg.pair_seed)  # bad data fails before a model loads
     path = resolve_model(model_args.model_name_or_path)
     tokenizer = load_tokenizer(path)
@@ -222,8 +220,7 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
                          "for --max_length; lower --max_prompt_tokens")
     config = {"j1": dataclasses.asdict(cfg), "sft": sft_args.to_dict(), "model": dataclasses.asdict(model_args)}
     if trainer.accelerator.is_main_process:  # the accounting survives a kill (the next start reads it)
-        write_run_json(out / "run.json", command="j1 warmup", config=config, started=started, status="running",
-                       resume_from=resume, model_path=path, **accounting)
+        folder.write(config, status="running", resume_from=resume, model_path=path, **accounting)
     try:
         trainer.train(resume_from_checkpoint=resume)
     finally:
@@ -231,9 +228,8 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
     if stopper.received is not None:  # a checkpoint at this step is saved; the judge is left to the resumed run
         if trainer.accelerator.is_main_process:
-            write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
-                           status="interrupted", resume_from=resume, model_path=path,
-                           global_step=trainer.state.global_step, **accounting)
+            folder.write(config, status="interrupted", resume_from=resume, model_path=path,
+                         global_step=trainer.state.global_step, **accounting)
         raise TrainingInterrupted(stopper.received, trainer.state.global_step)
     model = trainer.model
     lora = hasattr(model, "merge_and_unload")
@@ -255,9 +251,8 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
             formulation=cfg.formulation, template=cfg.template, prefill=cfg.assistant_prefill,
             max_new_tokens=cfg.check_max_new_tokens, base_model=base if adapter else None, judge_dir=out,
             trained_by="j1 warmup"))
-        write_run_json(out / "run.json", command="j1 warmup", config=config, started=started,
-                       status="done", resume_from=resume, model_path=path,
-                       device=describe(sft_args.device, dtype=str(model.dtype).removeprefix("torch.")),
-                       global_step=trainer.state.global_step, **accounting,
-                       valid_rate={"before": before and before["valid_rate"], "after": after and after["valid_rate"]})
+        folder.write(config, status="done", resume_from=resume, model_path=path,
+                     device=describe(sft_args.device, dtype=str(model.dtype).removeprefix("torch.")),
+                     global_step=trainer.state.global_step, **accounting,
+                     valid_rate={"before": before and before["valid_rate"], "after": after and after["valid_rate"]})
     return report
