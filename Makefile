@@ -3,6 +3,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist); each takes its share of the cores' threads (tests/conftest.py).
+PYTEST_WORKERS ?= 2
 
 .PHONY: setup demo test test-all lint bench clean
 
@@ -29,10 +31,10 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 test: setup lint
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test-all: setup lint
-	$(VENV)/bin/pytest -m "not gpu" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) -m "not gpu" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -11,6 +11,7 @@ bf16 recipe that TRL refuses on a CPU) and stays skipped."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,23 @@ def _test_device() -> str:
     return device
 
 
+def worker_threads(workers: int, cores: int) -> int:
+    """Torch/OpenMP threads for one of ``workers`` parallel test processes on ``cores`` cores: its share,
+    at least one (threads beyond the cores spin-wait against each other and slow every worker).
+
+    >>> worker_threads(2, 2), worker_threads(2, 16), worker_threads(4, 2)
+    (1, 8, 1)
+    """
+    return max(1, cores // workers)
+
+
 def pytest_configure(config):
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")  # set in each pytest-xdist worker
+    if workers:
+        threads = str(worker_threads(int(workers), len(os.sched_getaffinity(0))))
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads  # the CLI subprocesses too
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(int(threads))
     if _test_device() == "cpu":
         # Before torch is imported: the CLI's commands pick cuda when they see one, and they must not.
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -162,3 +179,17 @@ def no_model_no_hub(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", refuse)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+
+
+@pytest.fixture
+def hub_offline(monkeypatch):
+    """No network for the Hugging Face libraries in this process: the variables, and the constants that
+    ``huggingface_hub`` and ``datasets`` read from them at import (setting only the variables after the
+    import leaves them trying the hub until its connection times out)."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)

@@ -83,7 +83,7 @@ def main() -> None:
 
     from j1.integrations.trl import JudgeReward
     from j1.models import load_tokenizer, resolve_model
-    from j1.runinfo import write_run_json
+    from j1.runinfo import RunFolder
     from j1.schema import write_json_atomic
 
     started = time.time()
@@ -123,12 +123,12 @@ def main() -> None:
         "seconds_per_step": sum(h.get("step_time", 0.0) for h in history) / max(1, len(history)),
     }
     write_json_atomic(args.out / "summary.json", summary)
-    write_run_json(args.out / "run.json", command="results/serve/closed_loop.py", config=vars(args) | {
+    RunFolder(args.out, command="results/serve/closed_loop.py", started=started).write(vars(args) | {
         "out": str(args.out), "grpo": {k: getattr(config, k) for k in (
             "max_steps", "per_device_train_batch_size", "num_generations", "max_completion_length", "temperature",
             "learning_rate", "beta", "seed")},
         "lora": {"r": lora.r, "alpha": lora.lora_alpha, "target_modules": sorted(lora.target_modules)},
-        "policy": "smollm2-135m"}, started=started, judge=judge, server_batches=health["batches"], summary=summary)
+        "policy": "smollm2-135m"}, judge=judge, server_batches=health["batches"], summary=summary)
 
 
 if __name__ == "__main__":

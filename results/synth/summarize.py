@@ -101,6 +101,9 @@ def math_summary(records: list[tuple[str, dict]]) -> dict:
 
 def main(argv: list[str]) -> None:
     runs = Path(argv[0]) if argv else Path("runs/synth2")
+    # what it writes replaces the stored summary: a folder with no run in it must not empty it
+    if not (runs / "chat.jsonl").is_file() and not (runs / "math.jsonl").is_file():
+        sys.exit(f"{runs}: no chat.jsonl or math.jsonl there; pass the folder of a j1 synth run (run_all.sh's OUT)")
     OUT.mkdir(parents=True, exist_ok=True)
     for name in ("math.stats.json", "chat.stats.json", "mix.stats.json"):
         if (runs / name).exists():

@@ -4,8 +4,10 @@ thought length and step time, the table README.md gives for a run.
     .venv/bin/python results/train/curve_table.py runs/free-thought/train/log.jsonl 10
 """
 
-import json
 import sys
+
+from j1.demo_report import curve_points
+from j1.schema import iter_jsonl
 
 COLUMNS = [
     ("j1/invalid_rate", "invalid"),
@@ -19,15 +21,15 @@ COLUMNS = [
 
 
 def main(log_path: str, window: int) -> None:
-    rows = [json.loads(line) for line in open(log_path) if line.strip()]
-    rows = [r for r in rows if "loss" in r]
+    # the training steps (a final summary line has no loss); a torn last line, as a killed run leaves, is skipped
+    rows = [r for _, r in iter_jsonl(log_path, allow_torn_tail=True) if "loss" in r]
     print("| steps | " + " | ".join(name for _, name in COLUMNS) + " |")
     print("|---|" + "---:|" * len(COLUMNS))
     for start in range(0, len(rows), window):
         chunk = rows[start : start + window]
         cells = []
         for key, _ in COLUMNS:
-            xs = [r[key] for r in chunk if r.get(key) is not None]
+            _, xs = curve_points(chunk, key)
             mean = sum(xs) / len(xs) if xs else float("nan")
             cells.append(f"{mean:.1f}" if key in ("step_time", "j1/thought_words", "completions/mean_length")
                          else f"{100 * mean:.1f}%" if key != "j1/shown_A_share" else f"{mean:.2f}")

@@ -22,7 +22,7 @@ def mean_logprob(model, tokenizer, request: str, response: str, max_tokens: int 
                                          tokenize=False)
     h = tokenizer(head, add_special_tokens=False).input_ids
     r = tokenizer(response, add_special_tokens=False).input_ids[:max_tokens]
-    ids = torch.tensor([h + r])
+    ids = torch.tensor([h + r], device=model.device)
     with torch.no_grad():
         logp = torch.log_softmax(model(ids).logits[0, :-1].float(), dim=-1)
     targets = ids[0, 1:]
@@ -30,14 +30,10 @@ def mean_logprob(model, tokenizer, request: str, response: str, max_tokens: int 
 
 
 def main() -> None:
-    from transformers import AutoModelForCausalLM
-
-    from j1.models import load_tokenizer, resolve_model
+    from j1.probe import load_judge
     from j1.train.data import load_pairs
 
-    path = resolve_model(None)
-    tokenizer = load_tokenizer(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    model, tokenizer = load_judge("smollm2-135m")  # the embedded base, fp32, as j1 probe loads a judge
     right: dict[str, list[bool]] = {}
     for p in load_pairs(sys.argv[1]):
         a, b = (mean_logprob(model, tokenizer, p.prompt, r) for r in (p.response_a, p.response_b))

@@ -3,13 +3,15 @@
     .venv/bin/python results/train/plot_curve.py runs/train/pav-dev/log.jsonl results/train/reward_curve.png
 """
 
-import json
 import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from j1.demo_report import curve_points  # noqa: E402
+from j1.schema import iter_jsonl  # noqa: E402
 
 SERIES = [
     ("reward", "total reward (mean)"),
@@ -26,15 +28,13 @@ def smooth(xs, k=5):
 
 
 def main(log_path: str, png: str) -> None:
-    rows = [json.loads(line) for line in open(log_path) if line.strip()]
-    rows = [r for r in rows if "loss" in r]
+    rows = [r for _, r in iter_jsonl(log_path, allow_torn_tail=True) if "loss" in r]
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
     for ax, (key, title) in zip(axes.flat, SERIES, strict=True):
-        pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
-        if pts:
-            steps, vals = zip(*pts, strict=True)
+        steps, vals = curve_points(rows, key)
+        if steps:
             ax.plot(steps, vals, alpha=0.35, label="per step")
-            ax.plot(steps, smooth(list(vals)), label="mean of last 5")
+            ax.plot(steps, smooth(vals), label="mean of last 5")
         ax.set_title(title)
         ax.grid(alpha=0.3)
     for ax in axes[1]:

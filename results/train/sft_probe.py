@@ -27,12 +27,20 @@ import torch
 def main() -> None:
     from transformers import AutoModelForCausalLM
 
-    from j1.models import load_tokenizer
-    from j1.probe import forced_texts, pair_logodds, probe_rows, summarise, target_letter, verdict_logodds
+    from j1.models import load_tokenizer, resolve_model
+    from j1.probe import (
+        forced_texts,
+        letter_ids,
+        pair_logodds,
+        probe_rows,
+        summarise,
+        target_letter,
+        verdict_logodds,
+    )
     from j1.train.data import load_pairs, prompt_tokens
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--base", required=True)
+    ap.add_argument("--base", required=True, help="the model to train: a folder, or smollm2-135m (the embedded base)")
     ap.add_argument("--train", required=True)
     ap.add_argument("--heldout", required=True)
     ap.add_argument("--template", default="full")
@@ -45,7 +53,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quote-words", type=int, default=0,
                     help="the thought quotes the first N words of the request and of each shown response "
-                         "(j1 warmup --thoughts quote); 0 = the fixed generic thought")
+                         "(as j1 probe --quote_words); 0 = the fixed generic thought")
     ap.add_argument("--rl", type=int, default=0,
                     help="G > 0: replace the cross-entropy by run 16/17's RL update in this same harness: G letters "
                          "sampled per order from the model, correctness reward, advantages within each couple "
@@ -56,8 +64,9 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.manual_seed(args.seed)
-    tok = load_tokenizer(args.base)
-    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=torch.float32)
+    base = resolve_model(args.base)
+    tok = load_tokenizer(base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     if args.lora_layers:
         from peft import LoraConfig, get_peft_model
 
@@ -81,7 +90,7 @@ def main() -> None:
         return out
 
     train, held = units(train_pairs), [r for u in units(held_pairs) for r in u]
-    a_id, b_id = (tok.convert_tokens_to_ids(t) for t in ("A", "B"))
+    a_id, b_id = letter_ids(tok, forced_texts(tok, held[:1])[0])  # the verdict letters as j1 probe reads them
     rng = random.Random(args.seed)
     order: list[list] = []
     log = Path(args.out).open("a", encoding="utf-8")
@@ -146,14 +155,16 @@ def save_judge(model, out: Path, step: int) -> None:
 def couple_pg_loss(logits: torch.Tensor, target: torch.Tensor, g: int) -> torch.Tensor:
     """RL's update on the verdict letter, in expectation what run 16/17 do: rows come as (AB, BA) per
     pair; G letters are sampled per row from the full softmax; reward 1 for the better response's
-    letter; each couple (sample k of AB, sample k of BA) is normalised on its own (mean 0, std 1,
-    zero when both agree); loss = -mean(advantage x log p(sample))."""
+    letter; each couple (sample k of AB, sample k of BA) is normalised on its own, as ``j1 train
+    --advantage_groups couple`` does (``j1.train.advantages.couple_advantages``: mean 0, std 1, zero
+    when both agree); loss = -mean(advantage x log p(sample))."""
+    from j1.train.advantages import couple_advantages
+
     logp = torch.log_softmax(logits, dim=-1)  # (rows, vocab)
     samples = torch.multinomial(logp.exp().detach(), g, replacement=True)  # (rows, G)
-    reward = (samples == target[:, None]).float().view(-1, 2, g)  # (pairs, order, G)
-    mean = reward.mean(dim=1, keepdim=True)
-    std = reward.std(dim=1, keepdim=True)  # unbiased over the couple's 2 samples, as TRL
-    adv = ((reward - mean) / (std + 1e-4)).view(-1, g)
+    # rows (pair, order) x G samples flattened: each pair's G rows of AB, then its G of BA, as j1 train lays them
+    reward = (samples == target[:, None]).float().reshape(-1, 1)
+    adv = couple_advantages(reward, torch.ones(1), g).view(-1, g)
     return -(adv * logp.gather(1, samples)).mean()
 
 

@@ -1,42 +1,51 @@
-"""The verdict probe: how much a ``pav`` judge's verdict depends on the content of a pair, read from its
-logits with no sampling.
+"""The verdict probe: how much a judge's preference depends on the content of a pair, read from its
+logits with no sampling, for a pairwise verdict judge (``pav``) or a pointwise one (``pos``).
 
-Every pair is shown in both orders. Each judge prompt is followed by a fixed, content-free thought
-and ``<answer>[[`` (the same text as ``--assistant_prefill`` with that start, ``j1.chat``), and the
-next-token log-probabilities of ``A`` and ``B`` give the log-odds of the first-shown response.
-Averaging the better response's log-odds over the two orders cancels any position preference, so
-what is left is the content signal:
+``pav``: each pair is shown in both orders, followed by a fixed, content-free thought and ``<answer>[[``
+(as ``--assistant_prefill`` with that start, ``j1.chat``); the next-token log-probabilities of ``A``
+and ``B`` give the log-odds of the first-shown response. Averaged over the two orders, a position
+preference cancels: ``content_margin`` is the mean of (logodds_AB(better) + logodds_BA(better)) / 2,
+``content_acc`` the share of pairs where it is positive (0.5 = chance), ``position_bias`` the mean
+first-shown log-odds over both orders (0 = none).
 
-- ``content_margin``: mean over pairs of (logodds_AB(better) + logodds_BA(better)) / 2 (0 = none);
-- ``content_acc``: the share of pairs whose margin is positive (0.5 = chance);
-- ``position_bias``: mean over pairs of the first-shown response's log-odds, averaged over the two
-  orders (0 = none).
+``pos``: each response is shown alone, followed by the fixed thought and ``<score>``; the digits' 0-9
+next-token probabilities, renormalised, give its expected score. ``content_margin`` is then the mean
+of score(better) - score(worse) in score points, ``content_acc`` the share of pairs where it is
+positive, ``mean_score`` the mean expected score (where a content-free drift shows). "10" starts with
+the token "1", so it reads as 1: a probe, not a grader.
 
 Each comes with the standard error of its mean over pairs. Greedy ``j1 eval`` turns a small
-preference into a fixed verdict; the probe reads the preference itself, exactly and cheaply, so it
-shows whether a checkpoint has started to use the content before any verdict changes
-(``results/train/README.md``).
-
-The statistics are pure functions of per-pair log-odds (``PairLogOdds``, ``summarise``); the model
-part builds the forced texts (``probe_rows``, ``forced_texts``) and reads the log-odds
-(``verdict_logodds``); ``run_probe`` is what ``j1 probe`` runs.
+preference into a fixed verdict; the probe reads the preference itself, so it shows whether a
+checkpoint has started to use the content before any verdict changes (``results/train/README.md``).
+The statistics are pure functions of per-pair readings (``j1.probe_stats``); ``probe_rows``,
+``score_rows`` and ``forced_texts`` build the texts, ``verdict_logodds`` and ``expected_scores`` read
+them, ``PROBES`` holds what differs between the formats, and ``run_probe`` is what ``j1 probe`` runs.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from j1.chat import render, with_prefill
 from j1.formats import Messages, get_format
 from j1.formats.templates import quote_parts
 from j1.pairs import ORDERS, Order, render_both, shown_label, shown_responses
-from j1.pairs import order as parse_order
+from j1.probe_stats import (
+    DIGITS,
+    PairLogOdds,
+    PairScores,
+    ProbeStats,
+    ScoreStats,
+    expected_score,
+    summarise,
+    summarise_by_kind,
+    summarise_scores,
+)
 from j1.train.data import Pair
-from j1.train.warmup import THOUGHTS
+from j1.train.warmup import POINT_THOUGHTS, THOUGHTS
 
 if TYPE_CHECKING:
     from j1.probe_spec import ProbeSpec
@@ -46,116 +55,9 @@ log = logging.getLogger(__name__)
 # The warm-up's first generic sentence: the thought a warmed-up judge has been taught to write, so the
 # letter after it is read in a context the judge knows.
 DEFAULT_THOUGHT = THOUGHTS[0]
+# The pointwise warm-up's first thought, and the pos recipe's (results/train/configs/pos_j1_135m.yaml).
+DEFAULT_POINT_THOUGHT = POINT_THOUGHTS[0]
 LETTERS = ("A", "B")
-
-
-# --- statistics (pure) ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PairLogOdds:
-    """One pair's verdict log-odds, log p(A)/p(B) of the letter *as shown*, in each order.
-
-    Attributes:
-        pair_id: the pair.
-        label: the better response in the original placement (``A`` or ``B``).
-        ab: log-odds of the first-shown response in order AB (A shown first).
-        ba: log-odds of the first-shown response in order BA (B shown first).
-        kind: the pair's kind (``math-mismatch``, ``chat``, ...), for the per-kind breakdown.
-    """
-
-    pair_id: str
-    label: str
-    ab: float
-    ba: float
-    kind: str = ""
-
-    def better(self, order: str) -> float:
-        """Log-odds of the better response in ``order``.
-
-        >>> PairLogOdds("p", "A", ab=2.0, ba=1.0).better("BA")
-        -1.0
-        """
-        logodds = self.ab if parse_order(order) is Order.AB else self.ba
-        return logodds if shown_label(self.label, order) == "A" else -logodds
-
-    @property
-    def margin(self) -> float:
-        """The content margin: the better response's log-odds averaged over both orders, so a
-        preference for a position (which adds the same amount to both orders' first-shown log-odds)
-        cancels.
-
-        >>> PairLogOdds("p", "A", ab=2.0, ba=1.0).margin
-        0.5
-        """
-        return (self.better(Order.AB) + self.better(Order.BA)) / 2
-
-    @property
-    def first_shown(self) -> float:
-        """The position preference: the first-shown response's log-odds averaged over both orders.
-
-        >>> PairLogOdds("p", "A", ab=2.0, ba=1.0).first_shown
-        1.5
-        """
-        return (self.ab + self.ba) / 2
-
-
-@dataclass(frozen=True)
-class ProbeStats:
-    """What the probe reports for a set of pairs; ``*_se`` is the standard error of the mean over
-    pairs (None for a single pair)."""
-
-    pairs: int
-    content_margin: float
-    content_margin_se: float | None
-    content_acc: float
-    content_acc_se: float | None
-    position_bias: float
-    position_bias_se: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def mean_se(values: Sequence[float]) -> tuple[float, float | None]:
-    """The mean and its standard error (sample standard deviation, n - 1, over sqrt(n)); the error
-    is None for one value, which has no spread to estimate it from.
-
-    >>> mean_se([1.0, 3.0])
-    (2.0, 1.0)
-
-    Raises:
-        ValueError: no values.
-    """
-    n = len(values)
-    if n == 0:
-        raise ValueError("mean_se of no values")
-    mean = sum(values) / n
-    if n == 1:
-        return mean, None
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var / n)
-
-
-def summarise(pairs: Sequence[PairLogOdds]) -> ProbeStats:
-    """Content margin, content accuracy (share of pairs with a positive margin; a zero margin is
-    not counted) and position bias over ``pairs``, each with its standard error.
-
-    Raises:
-        ValueError: no pairs.
-    """
-    if not pairs:
-        raise ValueError("the probe needs at least one pair")
-    margin, margin_se = mean_se([p.margin for p in pairs])
-    acc, acc_se = mean_se([float(p.margin > 0) for p in pairs])
-    bias, bias_se = mean_se([p.first_shown for p in pairs])
-    return ProbeStats(len(pairs), margin, margin_se, acc, acc_se, bias, bias_se)
-
-
-def summarise_by_kind(pairs: Sequence[PairLogOdds]) -> dict[str, ProbeStats]:
-    """``summarise`` per pair kind, kinds in sorted order."""
-    kinds = sorted({p.kind for p in pairs})
-    return {k: summarise([p for p in pairs if p.kind == k]) for k in kinds}
 
 
 # --- forced texts ---------------------------------------------------------------------------------
@@ -163,31 +65,46 @@ def summarise_by_kind(pairs: Sequence[PairLogOdds]) -> dict[str, ProbeStats]:
 
 @dataclass(frozen=True)
 class ProbeRow:
-    """One judge prompt of the probe: ``pair`` shown in ``order``, then the forced start of the
-    answer as an open assistant message (``messages[-1]``)."""
+    """One judge prompt of the probe, ending with the forced start of the answer as an open assistant
+    message (``messages[-1]``): ``pair`` shown in ``order`` (``AB`` or ``BA``, pav), or its response
+    ``order`` (``A`` or ``B``) shown alone (pos)."""
 
     pair: Pair
     order: str
     messages: Messages
 
+    @property
+    def name(self) -> str:
+        """How an error names the row.
 
-def answer_head(thought: str) -> str:
-    """The start of a ``pav`` answer up to the verdict letter, with ``thought`` as the thought.
+        >>> pair = Pair("p", "q", "a", "b", "A")
+        >>> ProbeRow(pair, "BA", []).name, ProbeRow(pair, "B", []).name
+        ('pair p order BA', 'pair p response B')
+        """
+        return f"pair {self.pair.pair_id} {'order' if len(self.order) == 2 else 'response'} {self.order}"
 
-    >>> answer_head("I compare.")
-    '<think>I compare.</think>\\n<answer>[['
+
+def answer_head(thought: str, fmt: str = "pav") -> str:
+    """The start of an answer in format ``fmt`` up to its first value (pav: the verdict letter, pos:
+    the score), with ``thought`` as the thought.
+
+    >>> answer_head("I compare."), answer_head("I check.", "pos")
+    ('<think>I compare.</think>\\n<answer>[[', '<think>I check.</think>\\n<score>')
     """
-    answer_prefix = get_format("pav").answer_template.split("{verdict}")[0]  # "<answer>[["
+    answer_prefix = get_format(fmt).answer_template.split("{")[0]  # "<answer>[[", "<score>"
     return f"<think>{thought}</think>\n{answer_prefix}"
 
 
-def thought_of_prefill(prefill: str | None) -> str | None:
-    """The thought of a prefill that ``answer_head`` could have written, None for any other prefill.
+def thought_of_prefill(prefill: str | None, fmt: str = "pav") -> str | None:
+    """The thought of a prefill that ``answer_head(thought, fmt)`` could have written, None for any
+    other prefill.
 
     >>> thought_of_prefill("<think>I compare.</think>\\n<answer>[["), thought_of_prefill("<think>")
     ('I compare.', None)
+    >>> thought_of_prefill("<think>I check.</think>\\n<score>", "pos")
+    'I check.'
     """
-    start, end = "<think>", answer_head("")[len("<think>"):]  # end: "</think>\n<answer>[["
+    start, end = "<think>", answer_head("", fmt)[len("<think>"):]  # end: "</think>\n<answer>[[", ...
     if not prefill or not prefill.startswith(start) or not prefill.endswith(end):
         return None
     thought = prefill[len(start): len(prefill) - len(end)]
@@ -196,14 +113,18 @@ def thought_of_prefill(prefill: str | None) -> str | None:
 
 def thought_for(pair: Pair, order: str, thought: str = DEFAULT_THOUGHT, quote_words: int = 0) -> str:
     """The forced thought: ``thought``, or with ``quote_words`` > 0 the first N words of the request
-    and of each response as ``order`` shows them.
+    and of each response as ``order`` shows them (``A`` or ``B``: that response alone).
 
     >>> thought_for(Pair("p", "Add 2 and 3.", "It is 5", "It is 6", "A"), "BA", quote_words=3)
     'Request: Add 2 and. A: It is 6. B: It is 5.'
+    >>> thought_for(Pair("p", "Add 2 and 3.", "It is 5", "It is 6", "A"), "B", quote_words=3)
+    'Request: Add 2 and. Response: It is 6.'
     """
     if quote_words <= 0:
         return thought
-    return quote_parts(pair.prompt, shown_responses(pair.response_a, pair.response_b, order), quote_words)
+    shown = [pair.response_a if order == "A" else pair.response_b] if len(order) == 1 else \
+        shown_responses(pair.response_a, pair.response_b, order)
+    return quote_parts(pair.prompt, shown, quote_words)
 
 
 def probe_rows(
@@ -217,6 +138,20 @@ def probe_rows(
         for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b):
             head = answer_head(thought_for(pair, order, thought, quote_words))
             rows.append(ProbeRow(pair, order, with_prefill(messages, head)))
+    return rows
+
+
+def score_rows(
+    pairs: Sequence[Pair], *, template: str = "full", thought: str = DEFAULT_POINT_THOUGHT, quote_words: int = 0
+) -> list[ProbeRow]:
+    """Each response of every pair alone (A then B) in the pointwise format, worded with the judge
+    ``template``, each ending with the forced score start (``answer_head(thought, "pos")``)."""
+    fmt = get_format("pos", template)
+    rows: list[ProbeRow] = []
+    for pair in pairs:
+        for slot, response in (("A", pair.response_a), ("B", pair.response_b)):
+            head = answer_head(thought_for(pair, slot, thought, quote_words), "pos")
+            rows.append(ProbeRow(pair, slot, with_prefill(fmt.render(pair.prompt, response), head)))
     return rows
 
 
@@ -234,6 +169,31 @@ def target_letter(row: ProbeRow) -> str:
     return shown_label(row.pair.label, row.order)
 
 
+def _by_pair(rows: Sequence[ProbeRow], values: Sequence[float], slots: Sequence[str],
+             what: str) -> list[tuple[Pair, dict]]:
+    """Each pair (in the order pairs first appear) with its rows' values by ``order``, one per slot
+    (``what``: what a slot is, for the errors).
+
+    Raises:
+        ValueError: the lengths differ, or a pair lacks a slot or has one twice.
+    """
+    if len(rows) != len(values):
+        raise ValueError(f"{len(rows)} rows but {len(values)} values")
+    seen: dict[str, dict[str, float]] = {}
+    pairs: dict[str, Pair] = {}
+    for row, value in zip(rows, values, strict=True):
+        by_slot = seen.setdefault(row.pair.pair_id, {})
+        if row.order in by_slot:
+            raise ValueError(f"pair {row.pair.pair_id!r} appears twice in {what} {row.order}")
+        by_slot[row.order] = float(value)
+        pairs[row.pair.pair_id] = row.pair
+    for pid, by_slot in seen.items():
+        missing = [s for s in slots if s not in by_slot]
+        if missing:
+            raise ValueError(f"pair {pid!r} has no row in {what} {missing[0]}; the probe needs each of {list(slots)}")
+    return [(pairs[pid], by_slot) for pid, by_slot in seen.items()]
+
+
 def pair_logodds(rows: Sequence[ProbeRow], logodds: Sequence[float]) -> list[PairLogOdds]:
     """Gather per-row log-odds (``verdict_logodds`` of ``forced_texts(rows)``) into one record per
     pair, in the order pairs first appear.
@@ -241,24 +201,19 @@ def pair_logodds(rows: Sequence[ProbeRow], logodds: Sequence[float]) -> list[Pai
     Raises:
         ValueError: the lengths differ, or a pair lacks an order or has one twice.
     """
-    if len(rows) != len(logodds):
-        raise ValueError(f"{len(rows)} rows but {len(logodds)} log-odds")
-    seen: dict[str, dict[str, float]] = {}
-    pairs: dict[str, Pair] = {}
-    for row, value in zip(rows, logodds, strict=True):
-        by_order = seen.setdefault(row.pair.pair_id, {})
-        if row.order in by_order:
-            raise ValueError(f"pair {row.pair.pair_id!r} appears twice in order {row.order}")
-        by_order[row.order] = float(value)
-        pairs[row.pair.pair_id] = row.pair
-    out = []
-    for pid, by_order in seen.items():
-        missing = [o.value for o in ORDERS if o.value not in by_order]
-        if missing:
-            raise ValueError(f"pair {pid!r} has no row in order {missing[0]}; the probe needs both orders")
-        pair = pairs[pid]
-        out.append(PairLogOdds(pid, pair.label, by_order[Order.AB], by_order[Order.BA], pair.kind))
-    return out
+    return [PairLogOdds(p.pair_id, p.label, v[Order.AB], v[Order.BA], p.kind)
+            for p, v in _by_pair(rows, logodds, [o.value for o in ORDERS], "order")]
+
+
+def pair_scores(rows: Sequence[ProbeRow], scores: Sequence[float]) -> list[PairScores]:
+    """Gather per-row expected scores (``expected_scores`` of ``forced_texts(score_rows(...))``) into
+    one record per pair, in the order pairs first appear.
+
+    Raises:
+        ValueError: the lengths differ, or a pair lacks a response or has one twice.
+    """
+    return [PairScores(p.pair_id, p.label, v["A"], v["B"], p.kind)
+            for p, v in _by_pair(rows, scores, ("A", "B"), "response")]
 
 
 # --- the model ------------------------------------------------------------------------------------
@@ -302,22 +257,28 @@ def check_context(model, tokenizer, texts: Sequence[str], names: Sequence[str]) 
             raise ContextTooLong.of(n, 1, context, f" ({name})")
 
 
-def letter_ids(tokenizer, text: str) -> tuple[int, int]:
-    """The token ids of ``A`` and ``B`` as the next token after ``text``.
+def next_token_ids(tokenizer, text: str, tokens: Sequence[str]) -> list[int]:
+    """The token ids of ``tokens`` (verdict letters, digits) each as the next token after ``text``.
 
     Raises:
-        ValueError: a letter is not one token there (it would merge with the text before it), so its
+        ValueError: one is not one token there (it would merge with the text before it), so its
             probability is not one next-token probability.
     """
     base = tokenizer(text, add_special_tokens=False).input_ids
     ids = []
-    for letter in LETTERS:
-        full = tokenizer(text + letter, add_special_tokens=False).input_ids
+    for token in tokens:
+        full = tokenizer(text + token, add_special_tokens=False).input_ids
         if full[: len(base)] != base or len(full) != len(base) + 1:
-            raise ValueError(f"the tokenizer does not write the verdict letter {letter!r} as one token after "
-                             f"{text[-20:]!r}; the probe reads single-token letters")
+            raise ValueError(f"the tokenizer does not write {token!r} as one token after {text[-20:]!r}; the probe "
+                             "reads single-token answers")
         ids.append(full[-1])
-    return ids[0], ids[1]
+    return ids
+
+
+def letter_ids(tokenizer, text: str) -> tuple[int, int]:
+    """The token ids of ``A`` and ``B`` as the next token after ``text`` (``next_token_ids``)."""
+    a, b = next_token_ids(tokenizer, text, LETTERS)
+    return a, b
 
 
 def next_token_logprobs(model, tokenizer, texts: Sequence[str], token_ids: Sequence[int], *, batch_size: int = 8,
@@ -378,16 +339,76 @@ def verdict_logodds(model, tokenizer, texts: Sequence[str], *, batch_size: int =
     return [a - b for a, b in logp]
 
 
+def expected_scores(model, tokenizer, texts: Sequence[str], *, batch_size: int = 8,
+                    progress: bool = False) -> list[float]:
+    """The expected digit after each text (every text ends with ``<score>``): ``expected_score`` of the
+    digits' next-token log-probabilities, in input order and independent of the batch."""
+    if not texts:
+        return []
+    logp = next_token_logprobs(model, tokenizer, texts, next_token_ids(tokenizer, texts[0], DIGITS),
+                               batch_size=batch_size, progress=progress)
+    return [expected_score(values) for values in logp]
+
+
 # --- the command ------------------------------------------------------------------------------------
 
 
+class VerdictProbe:
+    """How the probe reads a pairwise verdict judge (pav): both orders, the letters' log-odds. The
+    methods look the module's functions up when called, so a test can replace one (tests/gpu/)."""
+
+    thought = DEFAULT_THOUGHT
+
+    def rows(self, pairs: Sequence[Pair], **kwargs) -> list[ProbeRow]:
+        return probe_rows(pairs, **kwargs)
+
+    def read(self, model, tokenizer, texts: Sequence[str], **kwargs) -> list[float]:
+        return verdict_logodds(model, tokenizer, texts, **kwargs)
+
+    def gather(self, rows: Sequence[ProbeRow], values: Sequence[float]) -> list[PairLogOdds]:
+        return pair_logodds(rows, values)
+
+    def summarise(self, pairs: Sequence[PairLogOdds]) -> ProbeStats:
+        return summarise(pairs)
+
+    def pair_json(self, p: PairLogOdds) -> dict[str, Any]:
+        return {"pair_id": p.pair_id, "kind": p.kind, "label": p.label, "logodds_ab": p.ab, "logodds_ba": p.ba,
+                "margin": p.margin}
+
+
+class ScoreProbe:
+    """How the probe reads a pointwise judge (pos): each response alone, its expected score."""
+
+    thought = DEFAULT_POINT_THOUGHT
+
+    def rows(self, pairs: Sequence[Pair], **kwargs) -> list[ProbeRow]:
+        return score_rows(pairs, **kwargs)
+
+    def read(self, model, tokenizer, texts: Sequence[str], **kwargs) -> list[float]:
+        return expected_scores(model, tokenizer, texts, **kwargs)
+
+    def gather(self, rows: Sequence[ProbeRow], values: Sequence[float]) -> list[PairScores]:
+        return pair_scores(rows, values)
+
+    def summarise(self, pairs: Sequence[PairScores]) -> ScoreStats:
+        return summarise_scores(pairs)
+
+    def pair_json(self, p: PairScores) -> dict[str, Any]:
+        return {"pair_id": p.pair_id, "kind": p.kind, "label": p.label, "score_a": p.a, "score_b": p.b,
+                "margin": p.margin}
+
+
+# The judge formats the probe reads, each whole in its class (``--format``).
+PROBES: dict[str, VerdictProbe | ScoreProbe] = {"pav": VerdictProbe(), "pos": ScoreProbe()}
+
+
 def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
-    """What ``j1 probe`` does with a ``ProbeSpec``: read the pairs, probe the model, summarise, and
-    write ``cfg.out`` (atomically) when set.
+    """What ``j1 probe`` does with a ``ProbeSpec``: read the pairs, probe the model in its format
+    (``PROBES``), summarise, and write ``cfg.out`` (atomically) when set.
 
     Returns:
-        The summary: model, data, pairs, overall statistics (``all``) and per kind (``by_kind``);
-        the ``--out`` file has the per-pair log-odds too.
+        The summary: model, data, format, pairs, overall statistics (``all``) and per kind
+        (``by_kind``); the ``--out`` file has the per-pair readings too (log-odds or expected scores).
 
     Raises:
         RowError: a malformed data file. ValueError, OSError: a bad model or option.
@@ -396,29 +417,29 @@ def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
     from j1.schema import write_json_atomic
     from j1.train.data import load_pairs
 
+    probe = PROBES[cfg.format]
     # The data first: a bad file fails in a second, before the model loads.
     pairs = load_pairs(cfg.data)
     if cfg.limit is not None:
         pairs = pairs[: cfg.limit]
-    thought = DEFAULT_THOUGHT if cfg.thought is None else cfg.thought
-    rows = probe_rows(pairs, template=cfg.template, thought=thought, quote_words=cfg.quote_words)
+    thought = probe.thought if cfg.thought is None else cfg.thought
+    rows = probe.rows(pairs, template=cfg.template, thought=thought, quote_words=cfg.quote_words)
     model, tokenizer = load_judge(cfg.model, cfg.base)
     texts = forced_texts(tokenizer, rows)
-    check_context(model, tokenizer, texts, [f"pair {r.pair.pair_id} order {r.order}" for r in rows])
-    logodds = verdict_logodds(model, tokenizer, texts, batch_size=cfg.batch_size, progress=cfg.progress)
-    per_pair = pair_logodds(rows, logodds)
+    check_context(model, tokenizer, texts, [r.name for r in rows])
+    values = probe.read(model, tokenizer, texts, batch_size=cfg.batch_size, progress=cfg.progress)
+    per_pair = probe.gather(rows, values)
     summary = {
         "model": display_name(cfg.model),
         "base": cfg.base,
         "data": cfg.data,
+        "format": cfg.format,
         "template": cfg.template,
         "thought": "quote" if cfg.quote_words > 0 else thought,
         "quote_words": cfg.quote_words,
-        "all": summarise(per_pair).as_dict(),
-        "by_kind": {k: s.as_dict() for k, s in summarise_by_kind(per_pair).items()},
+        "all": probe.summarise(per_pair).as_dict(),
+        "by_kind": {k: s.as_dict() for k, s in summarise_by_kind(per_pair, probe.summarise).items()},
     }
     if cfg.out:
-        write_json_atomic(cfg.out, summary | {"pairs": [
-            {"pair_id": p.pair_id, "kind": p.kind, "label": p.label, "logodds_ab": p.ab, "logodds_ba": p.ba,
-             "margin": p.margin} for p in per_pair]})
+        write_json_atomic(cfg.out, summary | {"pairs": [probe.pair_json(p) for p in per_pair]})
     return summary

@@ -1,4 +1,5 @@
-"""Spec of ``j1 probe``: a pav judge's verdict log-odds in both orders (see :mod:`j1.probe`)."""
+"""Spec of ``j1 probe``: a pav judge's verdict log-odds in both orders, or a pos judge's expected
+scores (see :mod:`j1.probe`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
 @dataclass
 class ProbeSpec:
-    """``j1 probe``: a pav judge's verdict log-odds in both orders after a fixed thought and
-    ``<answer>[[`` (no sampling): content margin, content accuracy and position bias (see j1.probe)."""
+    """``j1 probe``: a judge's preference read from its logits, no sampling (see j1.probe). A pav judge:
+    its verdict log-odds in both orders after a fixed thought and ``<answer>[[`` (content margin,
+    content accuracy, position bias). A pos judge: each response's expected score after a fixed
+    thought and ``<score>`` (content margin in score points, content accuracy, mean score)."""
 
     model: str | None = field(
         default=None,
@@ -25,29 +28,38 @@ class ProbeSpec:
                                 "adapter_config.json names); not used when --model is a full model."})
     data: str | None = field(
         default=None, metadata={"help": "Pairs: j1 synth mix rows (e.g. heldout.jsonl) or a chosen/rejected pair file."})
+    format: str | None = field(
+        default=None, metadata={"help": "The judge's format: pav (the verdict's log-odds, each pair in both orders) "
+                                "or pos (the expected 0-9 score of each response shown alone)."
+                                + _FROM_MANIFEST.format("pav")})
     template: str | None = field(
         default=None, metadata={"help": f"Judge prompt wording: {TEMPLATE_CHOICES}." + _FROM_MANIFEST.format("full")})
     thought: str | None = field(
-        default=None, metadata={"help": "The fixed thought before the verdict. Default: the one in the judge's "
-                                "manifest prefill, else the first generic thought of j1 warmup "
-                                "(j1.train.warmup.THOUGHTS), the one a warmed-up judge writes."})
+        default=None, metadata={"help": "The fixed thought before the verdict (pav) or the score (pos). Default: "
+                                "the one in the judge's manifest prefill, else the first generic thought of j1 "
+                                "warmup (j1.train.warmup.THOUGHTS, POINT_THOUGHTS for pos), the one a warmed-up "
+                                "judge writes."})
     quote_words: int = field(
         default=0, metadata={"help": "N > 0: the thought quotes the first N words of the request and of each "
                              "response as shown, in place of --thought."})
     limit: int | None = field(default=None, metadata={"help": "Probe only the first K pairs (file order)."})
     batch_size: int = field(default=8, metadata={"help": "Judge prompts per forward pass."})
     out: str | None = field(
-        default=None, metadata={"help": "Also write the summary and every pair's log-odds to this .json file."})
+        default=None, metadata={"help": "Also write the summary and every pair's log-odds (pos: expected scores) "
+                                "to this .json file."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
-        from j1.probe import thought_of_prefill
+        from j1.probe import PROBES, thought_of_prefill
 
         if self.model is None:
             self.model = DEFAULT_JUDGE
         self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+        if self.format not in PROBES:
+            raise ValueError(f"--format {self.format!r}: j1 probe reads {' or '.join(PROBES)} judges; pass "
+                             "--format pav to read a pairwise judge's verdict letter (it must write [[A]] or [[B]])")
         if self.thought is None and not self.quote_words and self.manifest is not None:
-            self.thought = thought_of_prefill(self.manifest.assistant_prefill)
+            self.thought = thought_of_prefill(self.manifest.assistant_prefill, self.format)
         check_template(self.template)
         if not self.data:
             raise ValueError("j1 probe needs --data (j1 synth mix rows or a chosen/rejected pair file)")

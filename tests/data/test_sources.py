@@ -140,9 +140,7 @@ def test_real_math_sources(shared_data):
     assert all("\\boxed" not in p.answer for p in hendrycks)  # the short `answer` field wins
 
 
-def test_hf_id_offline_fails_clearly(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+def test_hf_id_offline_fails_clearly(hub_offline):
     with pytest.raises(FileNotFoundError, match="neither a local file nor a loadable Hugging Face dataset"):
         load_math_problems("no-such-owner/no-such-dataset-j1")
 

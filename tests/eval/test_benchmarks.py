@@ -259,11 +259,9 @@ def test_bad_json_line(tmp_path):
         load("generic", path)
 
 
-def test_missing_local_file_and_offline_hub(tmp_path, monkeypatch):
+def test_missing_local_file_and_offline_hub(tmp_path, hub_offline):
     with pytest.raises(FileNotFoundError, match="no such file"):
         load("generic", tmp_path / "nope.jsonl")
     # A dataset id without network: a clear error that says what to do (HF_HUB_OFFLINE forces it).
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="not a local file, and loading it from the Hugging Face Hub"):
         load("rewardbench", "allenai/j1-test-no-such-dataset")

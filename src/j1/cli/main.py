@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("j1.cli.score_cmd", "recompute metrics.json and report.md of an eval run, no model"),
     "demo": ("j1.cli.demo_cmd", "the whole J1 loop on shipped data: example, eval before, train, eval after, report"),
     "serve": ("j1.cli.serve_cmd", "serve a judge over HTTP: OpenRLHF's /get_reward and /v1/judge, requests batched"),
-    "probe": ("j1.cli.probe_cmd", "read a pav judge's verdict log-odds in both orders: content margin, position bias"),
+    "probe": ("j1.cli.probe_cmd", "read a judge without sampling: pav verdict log-odds in both orders, pos expected scores"),
     "export": ("j1.cli.export_cmd", "training pairs for another engine: export verl writes verl RL-dataset parquet"),
     "attack": ("j1.cli.attack_cmd", "how easily is a judge fooled: master keys, injected verdicts, padded answers"),
     "label": ("j1.cli.label_cmd", "unlabelled responses -> a TRL preference dataset, judged in both orders"),

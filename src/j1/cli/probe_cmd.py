@@ -1,4 +1,4 @@
-"""``j1 probe``: how much a pav judge's verdict depends on content, read from its logits (j1.probe)."""
+"""``j1 probe``: how much a pav or pos judge's preference depends on content, read from its logits (j1.probe)."""
 
 from __future__ import annotations
 
