@@ -33,10 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j1.atomic import write_json_atomic, write_text_atomic
 from j1.demo_budget import budget_warning, plan_minutes, reserve_minutes, train_budget
 from j1.judges import ASSETS, Manifest
 from j1.runinfo import setting_changes
-from j1.schema import iter_jsonl, write_json_atomic, write_text_atomic
+from j1.schema import iter_jsonl
 
 if TYPE_CHECKING:  # the spec's checks read this module's shipped pairs (heldout_available)
     from j1.demo_spec import DemoSpec
@@ -226,8 +227,9 @@ def stage_example(run: DemoRun, when: str) -> dict:
 
 
 def stage_data(run: DemoRun) -> None:
+    from j1.atomic import write_jsonl_atomic
     from j1.data.mix import both_orders, mix
-    from j1.schema import read_pairs, write_jsonl_atomic
+    from j1.schema import read_pairs
 
     data = run.out / "data"
     # j1 synth mix's own draw and A/B placement; nothing held out (the held-out pairs come from elsewhere).

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.schema import temp_file_beside
+from j1.atomic import temp_file_beside
 
 # (row name, metrics key, key of its 95% interval or None): the table's rows, in order.
 TABLE = (

@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from j1.atomic import plain
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, Verdict
 from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, plurality, render_both
-from j1.schema import _plain
 
 
 @dataclass
@@ -206,7 +206,7 @@ def to_json(result: Judgment | dict) -> dict:
     >>> to_json({"score": 8.0, "samples": []})
     {'score': 8.0, 'samples': []}
     """
-    payload = _plain(result)
+    payload = plain(result)
     if isinstance(result, Judgment) and result.responses is None:
         payload.pop("responses")  # pairwise formats have no per-response scores
     return payload

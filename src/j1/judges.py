@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j1.schema import temp_file_beside
+from j1.atomic import temp_file_beside
 
 log = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from j1.atomic import write_jsonl_atomic
 from j1.backends import Backend
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.eval.items import Item, item_prompts, pair_slot
@@ -39,7 +40,7 @@ from j1.judge import assemble
 from j1.judge_spec import JudgeArgs
 from j1.pairs import ORDERS, Verdict, combine_orders, swap
 from j1.rewards.group import win_rates
-from j1.schema import RowError, read_json_rows, require, write_jsonl_atomic
+from j1.schema import RowError, read_json_rows, require
 
 log = logging.getLogger(__name__)
 

@@ -240,6 +240,19 @@ def flip_rate(flips: Iterable[bool | None]) -> float | None:
     return sum(counted) / len(counted) if counted else None
 
 
+def share(verdicts: Iterable[str], which: Verdict) -> float | None:
+    """The share of ``verdicts`` (strings or ``Verdict``s) that are ``which``: the one invalid rate and tie
+    rate of j1 (per verdict, pooled); None when there are no verdicts, never 0.
+
+    >>> share(["A", "invalid", "tie", "invalid"], Verdict.INVALID), share([Verdict.TIE, "A"], Verdict.TIE)
+    (0.5, 0.5)
+    >>> share([], Verdict.INVALID) is None
+    True
+    """
+    seen = [Verdict(v) is which for v in verdicts]
+    return sum(seen) / len(seen) if seen else None
+
+
 def check_unit(orders: Sequence[str], pairwise: bool) -> None:
     """Raise ValueError unless ``orders`` are exactly the two prompts of one pair, once each."""
     if sorted(orders) != sorted(slots(pairwise)):

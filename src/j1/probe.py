@@ -413,8 +413,8 @@ def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
     Raises:
         RowError: a malformed data file. ValueError, OSError: a bad model or option.
     """
+    from j1.atomic import write_json_atomic
     from j1.models import display_name
-    from j1.schema import write_json_atomic
     from j1.train.data import load_pairs
 
     probe = PROBES[cfg.format]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from j1.eval.stats import mean_se
 from j1.pairs import Order, shown_label
 from j1.pairs import order as parse_order
 
@@ -78,26 +79,6 @@ class ProbeStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def mean_se(values: Sequence[float]) -> tuple[float, float | None]:
-    """The mean and its standard error (sample standard deviation, n - 1, over sqrt(n)); the error
-    is None for one value, which has no spread to estimate it from.
-
-    >>> mean_se([1.0, 3.0])
-    (2.0, 1.0)
-
-    Raises:
-        ValueError: no values.
-    """
-    n = len(values)
-    if n == 0:
-        raise ValueError("mean_se of no values")
-    mean = sum(values) / n
-    if n == 1:
-        return mean, None
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var / n)
 
 
 def _content_stats(pairs: Sequence, third: Callable[[Any], float]) -> tuple:

@@ -23,9 +23,9 @@ def test_local_stream_reports_each_prompt_as_it_ends(embedded_backend):
 
 
 def test_judge_stream_moves_the_bar_before_the_batch_ends(embedded_backend, tmp_path, monkeypatch):
+    from j1.atomic import JsonlAppender
     from j1.eval import runner
     from j1.eval.items import Item
-    from j1.schema import JsonlAppender
 
     out_path = tmp_path / "judgments.jsonl"
     steps = []  # lines already written to judgments.jsonl at each step of the bar

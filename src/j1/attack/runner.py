@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j1.atomic import write_json_atomic
 from j1.attack.attacks import (
     ATTACK,
     ATTACKS,
@@ -30,7 +31,7 @@ from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
 from j1.judge import mean_score, to_sample
 from j1.judges import ASSETS
-from j1.schema import PairRecord, write_json_atomic
+from j1.schema import PairRecord
 
 if TYPE_CHECKING:
     from j1.attack.spec import AttackSpec

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # both_orders (a pair's seeded A/B placement) lives in j1.schema, beside the records it maps.
-from j1.schema import PairRecord, both_orders, read_pairs, remove_stale_temps, write_jsonl_atomic
+from j1.atomic import remove_stale_temps, write_jsonl_atomic
+from j1.schema import PairRecord, both_orders, read_pairs
 
 if TYPE_CHECKING:
     from j1.data.spec import MixSpec
@@ -145,8 +146,8 @@ OUTPUTS = ("train.jsonl", "heldout.jsonl", "mix.stats.json", "mix.run.json")
 
 def run_mix_config(cfg: MixSpec) -> dict:
     """Run ``j1 synth mix`` for a :class:`j1.data.spec.MixSpec`; returns its stats."""
+    from j1.atomic import write_json_atomic
     from j1.runinfo import RunFolder
-    from j1.schema import write_json_atomic
 
     started = time.time()
     train, heldout, per_input = mix(cfg.inputs, cfg.heldout_fraction, cfg.seed, cfg.exclude)

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
+from j1.atomic import JsonlAppender
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.data import filters
 from j1.data.sources import Problem
 from j1.data.store import PairStore, side_path
-from j1.schema import SCHEMA_VERSION, Dropped, JsonlAppender, PairRecord, iter_jsonl
+from j1.schema import SCHEMA_VERSION, Dropped, PairRecord, iter_jsonl
 
 if TYPE_CHECKING:
     from j1.data.spec import SynthChatSpec

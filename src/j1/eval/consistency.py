@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from j1.eval.stats import MIN_CI_N, as_list, bootstrap_ci
+from j1.eval.stats import as_list, bootstrap_ci, bootstrap_mean_ci
 from j1.pairs import compare_scores
 
 Verdicts = Sequence[Sequence[int | None]]
@@ -283,20 +283,6 @@ def prompt_consistency(y: Verdicts) -> PromptConsistency:
     bad, det = intransitive_triples(y) if k >= 3 else (0, 0)
     t = tov(y)
     return PromptConsistency(k, ipi(y), t, t / (k * (k - 1)), bad, det, invalid_rate(y))
-
-
-def bootstrap_mean_ci(values: Sequence[float], rng: np.random.Generator, n_boot: int = 1000,
-                      alpha: float = 0.05, min_n: int = MIN_CI_N) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of a mean, resampling prompts with replacement
-    (``j1.eval.stats.bootstrap_ci``); None below ``min_n`` prompts.
-
-    >>> bootstrap_mean_ci([0.5] * 10, np.random.default_rng(0), 100), bootstrap_mean_ci([0.5] * 3, np.random.default_rng(0))
-    ((0.5, 0.5), None)
-    """
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        raise ValueError("no values to bootstrap")
-    return bootstrap_ci({"prompts": arr[None, :]}, {"prompts": 1.0}, rng, n_boot, alpha, min_n=min_n)[0]
 
 
 def summarize(per_prompt: Sequence[PromptConsistency], *, seed: int = 0, n_boot: int = 1000) -> dict:

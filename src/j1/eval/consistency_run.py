@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j1.atomic import write_jsonl_atomic
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.data.pairs_io import prompt_text, response_list
 from j1.eval.consistency_scoring import score_consistency
 from j1.eval.items import Item, item_prompts
 from j1.eval.runner import judge_run, judged_slots, open_run, plan
 from j1.formats import get_format
-from j1.schema import RowError, read_json_rows, require, write_jsonl_atomic
+from j1.schema import RowError, read_json_rows, require
 
 if TYPE_CHECKING:
     from j1.eval.spec import ConsistencySpec

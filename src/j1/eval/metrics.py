@@ -29,7 +29,7 @@ from typing import ClassVar
 import numpy as np
 
 from j1.eval.stats import as_list, bootstrap_ci
-from j1.pairs import Verdict, flip_rate, flipped, swap
+from j1.pairs import Verdict, flip_rate, flipped, share, swap
 
 # RewardBench section scoring, from allenai/reward-bench rewardbench/constants.py (EXAMPLE_COUNTS,
 # SUBSET_MAPPING) and rewardbench/utils.py calculate_scores_per_section: a section is the mean of
@@ -285,8 +285,8 @@ def rates(items: Sequence[ItemOutcome]) -> dict[str, float | None]:
         flip = None
     return {
         "flip_rate": flip,
-        "tie_rate": sum(v == "tie" for v in verdicts) / len(verdicts),
-        "invalid_rate": sum(v == Verdict.INVALID for v in verdicts) / len(verdicts),
+        "tie_rate": share(verdicts, Verdict.TIE),
+        "invalid_rate": share(verdicts, Verdict.INVALID),
     }
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from j1.atomic import write_json_atomic
 from j1.eval import rb2_rules as R
 from j1.eval.metrics import scaling_ks
 from j1.eval.rb2_rules import FOURWAY_SLOT, arrangement, fourway_names, rotation_positions, uses_ratings
@@ -36,7 +37,6 @@ from j1.formats import get_format
 from j1.formats.fourway import POSITIONS, pick
 from j1.judge import mean_score, to_sample
 from j1.pairs import flip_rate, flipped, plurality
-from j1.schema import write_json_atomic
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
+from j1.atomic import JsonlAppender, write_json_atomic
 from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
@@ -31,7 +32,6 @@ from j1.formats import get_format
 from j1.judge import judging
 from j1.judges import Manifest
 from j1.runinfo import RunFolder
-from j1.schema import JsonlAppender, write_json_atomic
 
 if TYPE_CHECKING:
     from j1.eval.spec import EvalSpec

@@ -1,9 +1,10 @@
-"""Resampling statistics: the one bootstrap of j1 (items, or clusters of items such as the pairs built
-from one question), its percentile intervals, and the small-n rule under which no interval is given.
-Pure functions of arrays and a seeded generator (no I/O)."""
+"""j1's statistics of a sample: the one bootstrap (items, or clusters of items such as the pairs built
+from one question), its percentile intervals, the small-n rule under which no interval is given, and
+the mean with its standard error. Pure functions of arrays and a seeded generator (no I/O)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -129,3 +130,37 @@ def bootstrap_ci(
 def as_list(ci: tuple[float, float] | None) -> list[float] | None:
     """An interval as metrics.json holds it: ``[lo, hi]``, or null when there is none (n too small)."""
     return None if ci is None else list(ci)
+
+
+def bootstrap_mean_ci(values: Sequence[float], rng: np.random.Generator, n_boot: int = 1000,
+                      alpha: float = 0.05, min_n: int = MIN_CI_N) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a mean, resampling prompts with replacement
+    (``bootstrap_ci``); None below ``min_n`` prompts.
+
+    >>> bootstrap_mean_ci([0.5] * 10, np.random.default_rng(0), 100), bootstrap_mean_ci([0.5] * 3, np.random.default_rng(0))
+    ((0.5, 0.5), None)
+    """
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        raise ValueError("no values to bootstrap")
+    return bootstrap_ci({"prompts": arr[None, :]}, {"prompts": 1.0}, rng, n_boot, alpha, min_n=min_n)[0]
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float | None]:
+    """The mean and its standard error (sample standard deviation, n - 1, over sqrt(n)); the error
+    is None for one value, which has no spread to estimate it from.
+
+    >>> mean_se([1.0, 3.0])
+    (2.0, 1.0)
+
+    Raises:
+        ValueError: no values.
+    """
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_se of no values")
+    mean = sum(values) / n
+    if n == 1:
+        return mean, None
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from j1.formats import Verdict, get_format
-from j1.pairs import ORDERS, Order, flip_rate, flipped, other
+from j1.pairs import ORDERS, Order, flip_rate, flipped, other, share
 from j1.rewards.core import Judged, RewardParts, Rollout
 
 
@@ -60,7 +60,7 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
         for a, b in zip(idxs, partner, strict=False):  # index-paired; extra rollouts of one order are not paired
             flips.append(flipped(judged[a].verdict, judged[b].verdict))
     out = {
-        "invalid_rate": sum(j.verdict is Verdict.INVALID for j in judged) / len(judged),
+        "invalid_rate": share([j.verdict for j in judged], Verdict.INVALID),
         "missing_partner": missing / len(rollouts),
     }
     for key, xs in (

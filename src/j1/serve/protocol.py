@@ -23,7 +23,7 @@ from typing import Any
 from j1.formats import JudgeFormat, require_arity
 from j1.formats.base import request_text
 from j1.judge import Judgment
-from j1.pairs import Verdict, flip_rate, flipped
+from j1.pairs import Verdict, flip_rate, flipped, share
 
 # A request holds one response (rated alone) or two (a pair, judged in both orders); a four-way
 # format has no request to answer, so it is refused when the server starts (issue 44).
@@ -282,17 +282,17 @@ def pairwise_rewards(judgments: Sequence[Judgment]) -> Rewards:
     """
     if not judgments:
         raise ValueError("no judgments to reward")
-    rewards, invalid, total, flips = [], 0, 0, []
+    rewards, votes, flips = [], [], []
     for j in judgments:
         verdicts = [s.verdict for o in j.orders for s in o.samples]
         rewards.append(pairwise_reward(verdicts))
-        invalid += sum(Verdict(v) is Verdict.INVALID for v in verdicts)
-        total += len(verdicts)
+        votes += verdicts
         ab, ba = (o.verdict for o in j.orders)
         flips.append(flipped(ab, ba))
     n = len(judgments)
     flip = flip_rate(flips)  # logs are numbers only (OpenRLHF): 0.0 when no item was valid in both orders
-    return Rewards(rewards, {"invalid_rate": invalid / total, "flip_rate": 0.0 if flip is None else flip, "n": n})
+    return Rewards(rewards, {"invalid_rate": share(votes, Verdict.INVALID) or 0.0,
+                             "flip_rate": 0.0 if flip is None else flip, "n": n})
 
 
 def group_rewards(n: int, pairs: Sequence[tuple[int, int]], judgments: Sequence[Judgment | None]) -> Rewards:
@@ -315,19 +315,18 @@ def group_rewards(n: int, pairs: Sequence[tuple[int, int]], judgments: Sequence[
         raise ValueError("no responses to reward")
     if len(pairs) != len(judgments):
         raise ValueError(f"{len(judgments)} judgments for {len(pairs)} pairs")
-    outcomes, flips, invalid, total = [], [], 0, 0
+    outcomes, flips = [], []
     for (i, j), judgment in zip(pairs, judgments, strict=True):
         if judgment is None:
             continue
         votes = [s.verdict for o in judgment.orders for s in o.samples] or [judgment.verdict]
         outcomes.append((i, j, votes))
-        invalid += sum(Verdict(v) is Verdict.INVALID for v in votes)
-        total += len(votes)
         if judgment.orders:
             flips.append(flipped(*(o.verdict for o in judgment.orders)))
     rates = win_rates(n, outcomes, no_contest=None)
     flip = flip_rate(flips)
-    logs = {"invalid_rate": invalid / total if total else 0.0, "flip_rate": 0.0 if flip is None else flip,
+    invalid = share([v for _, _, votes in outcomes for v in votes], Verdict.INVALID)
+    logs = {"invalid_rate": invalid or 0.0, "flip_rate": 0.0 if flip is None else flip,
             "no_contest_rate": sum(r is None for r in rates) / n, "comparisons": len(outcomes), "n": n}
     return Rewards([NO_CONTEST if r is None else r for r in rates], logs)
 
@@ -342,10 +341,8 @@ def pointwise_rewards(results: Sequence[dict]) -> Rewards:
     """
     if not results:
         raise ValueError("no judgments to reward")
-    samples = [s for r in results for s in r["samples"]]
-    invalid = sum(Verdict(s.verdict) is Verdict.INVALID for s in samples)
-    return Rewards([pointwise_reward(r["score"]) for r in results],
-                   {"invalid_rate": invalid / len(samples), "n": len(results)})
+    invalid = share([s.verdict for r in results for s in r["samples"]], Verdict.INVALID)
+    return Rewards([pointwise_reward(r["score"]) for r in results], {"invalid_rate": invalid or 0.0, "n": len(results)})
 
 
 def reward_answer(rewards: Rewards | None, judged: Sequence[int], errors: Sequence[ItemError], *, n: int,

@@ -14,7 +14,8 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from j1.schema import JsonlAppender, iter_jsonl, write_json_atomic, write_jsonl_atomic
+from j1.atomic import JsonlAppender, write_json_atomic, write_jsonl_atomic
+from j1.schema import iter_jsonl
 from j1.train.resume import CLOCK, PROGRESS_FILE, state_seconds
 
 log = logging.getLogger(__name__)

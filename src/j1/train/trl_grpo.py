@@ -26,9 +26,9 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from j1.atomic import JsonlAppender
 from j1.chat import prefill, render
 from j1.rewards.trl_funcs import BatchScorer, ScoredBatch
-from j1.schema import JsonlAppender
 from j1.train.advantages import position_balance_advantages, verdict_advantages
 from j1.train.answer_span import answer_markers, mask_outside_answer
 from j1.train.callbacks import reopen_for_resume

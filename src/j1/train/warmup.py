@@ -164,11 +164,11 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
+    from j1.atomic import write_json_atomic
     from j1.device import describe
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
     from j1.runinfo import RunFolder
-    from j1.schema import write_json_atomic
     from j1.train.callbacks import (
         JsonlLogCallback,
         SignalStopCallback,
