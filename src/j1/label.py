@@ -40,6 +40,7 @@ from j1.judge import assemble
 from j1.judge_spec import JudgeArgs
 from j1.pairs import ORDERS, Verdict, combine_orders, swap
 from j1.rewards.group import win_rates
+from j1.run_spec import RunArgs
 from j1.schema import RowError, read_json_rows, require
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ MARGINS = ("auto", "logodds", "votes")
 
 
 @dataclass
-class LabelSpec(JudgeArgs, BackendArgs, SamplingArgs):
+class LabelSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 label``: judge unlabelled responses in both orders and write TRL preference rows."""
 
     data: str | None = field(
@@ -66,10 +67,6 @@ class LabelSpec(JudgeArgs, BackendArgs, SamplingArgs):
                                   "the verdict log-odds as j1 probe reads them, both orders averaged), votes (the "
                                   "share of samples); auto: logodds where possible, else votes."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N rows (file order)."})
-    resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
-    max_error_rate: float = field(
-        default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
-    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
         self._setup_judge()
@@ -77,8 +74,7 @@ class LabelSpec(JudgeArgs, BackendArgs, SamplingArgs):
         require_arity(self.format, (2,), "j1 label")  # a preference is read from pairwise verdicts
         if not self.data:
             raise ValueError("j1 label needs --data (rows with 'prompt' and 'responses')")
-        if not self.out:
-            raise ValueError("j1 label needs --out DIR (the run folder)")
+        self._check_run("j1 label", "rows")
         if self.keep not in KEEP:
             raise ValueError(f"--keep {self.keep!r}: choose one of {', '.join(KEEP)}")
         if self.margin not in MARGINS:
@@ -90,10 +86,6 @@ class LabelSpec(JudgeArgs, BackendArgs, SamplingArgs):
                              + ": use --margin votes")
         if self.margin == "auto":
             self.margin = "logodds" if readable else "votes"
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all rows)")
-        if not 0 <= self.max_error_rate <= 1:
-            raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
 
 
 @dataclass(frozen=True)

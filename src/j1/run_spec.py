@@ -1,6 +1,7 @@
-"""The run-folder options of a judging command (``RunArgs``: ``--out``, ``--limit``, ``--resume``,
-``--max-error-rate``, ``--n-boot``, ``--progress``), shared by ``j1 eval``, ``j1 consistency`` and
-``j1 attack``; ``j1.runinfo.RunFolder`` keeps the folder's rules."""
+"""The run-folder options of a command that judges a data file (``RunArgs``: ``--out``, ``--limit``,
+``--resume``, ``--max-error-rate``, ``--progress``; ``j1 eval``, ``j1 consistency``, ``j1 attack``,
+``j1 label``) and the bootstrap's resamples of a command that reports intervals (``BootArgs``:
+``--n-boot``); ``j1.runinfo.RunFolder`` keeps the folder's rules."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ class RunArgs:
     resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     max_error_rate: float = field(
         default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
-    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def _check_run(self, command: str, items: str) -> None:
@@ -34,5 +34,20 @@ class RunArgs:
             raise ValueError(f"--limit {self.limit}: must be >= 1 (or leave it out for all {items})")
         if not 0 <= self.max_error_rate <= 1:
             raise ValueError(f"--max-error-rate {self.max_error_rate}: must be in [0, 1]")
+
+
+@dataclass
+class BootArgs:
+    """The bootstrap behind a report's 95 percent intervals (``j1.eval.stats``)."""
+
+    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
+
+    def _check_boot(self) -> None:
+        """
+        >>> BootArgs(n_boot=0)._check_boot()
+        Traceback (most recent call last):
+        ...
+        ValueError: --n-boot 0: must be >= 1
+        """
         if self.n_boot < 1:
             raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.judge_spec import JudgeArgs
-from j1.run_spec import RunArgs
+from j1.run_spec import BootArgs, RunArgs
 
 
 @dataclass
-class AttackSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
+class AttackSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 attack``: how easily is a judge fooled? Master keys, injected verdicts and padded wrong
     answers against correct answers, each judged in both orders (see j1.attack)."""
 
@@ -26,3 +26,4 @@ class AttackSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         self._setup_judge()
         self._judges_as_written("j1 attack judges each attack as written (a shortened attack is another attack)")
         self._check_run("j1 attack", "rows")
+        self._check_boot()

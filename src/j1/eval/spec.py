@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import get_format, require_arity
 from j1.judge_spec import JudgeArgs
-from j1.run_spec import RunArgs
+from j1.run_spec import BootArgs, RunArgs
 
 
 @dataclass
-class EvalSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
+class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
 
     benchmark: str | None = field(
@@ -44,6 +44,7 @@ class EvalSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         if not self.data:
             raise ValueError("j1 eval needs --data (a local file or a Hugging Face dataset id)")
         self._check_run("j1 eval", "rows")
+        self._check_boot()
         if self.ties not in (None, "keep", "drop"):
             raise ValueError(f"--ties {self.ties!r}: choose keep or drop")
 
@@ -61,21 +62,19 @@ class EvalSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
 
 
 @dataclass
-class ScoreSpec:
+class ScoreSpec(BootArgs):
     """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl."""
 
     run_dir: str | None = field(default=None, metadata={"help": "The j1 eval run folder (also positional)."})
-    n_boot: int = field(default=1000, metadata={"help": "Bootstrap resamples for the 95 percent intervals."})
 
     def __post_init__(self) -> None:
         if not self.run_dir:
             raise ValueError("j1 score needs the run folder: j1 score DIR")
-        if self.n_boot < 1:
-            raise ValueError(f"--n-boot {self.n_boot}: must be >= 1")
+        self._check_boot()
 
 
 @dataclass
-class ConsistencySpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
+class ConsistencySpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 consistency``: judge every pair of K responses per prompt in both orders; report IPI, TOV and
     intransitive triples (no labels needed)."""
 
@@ -103,6 +102,7 @@ class ConsistencySpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
             self.data = str(SHIPPED_SETS)
         require_arity(self.format, (1, 2), "j1 consistency")  # it judges pairs and single responses
         self._check_run("j1 consistency", "prompts")
+        self._check_boot()
         if not 3 <= self.responses <= MAX_K:
             raise ValueError(f"--responses {self.responses}: must be in [3, {MAX_K}] (triples need 3; the exact TOV "
                              f"is computed up to {MAX_K})")
