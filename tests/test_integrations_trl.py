@@ -112,25 +112,31 @@ def test_a_missing_reference_column_or_a_wrong_format_is_named():
             JudgeReward(base_url=upstream.base_url, format="pos")(PROMPTS, COMPLETIONS, reference=REFERENCES)
 
 
+def _two_grpo_steps(tiny_model, reward, data, out) -> list[dict]:
+    """Two steps of TRL's GRPOTrainer on the tiny policy with ``reward``: the logged rows of the steps."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from j1.models import load_tokenizer
+
+    args = GRPOConfig(output_dir=str(out), max_steps=2, per_device_train_batch_size=4, num_generations=2,
+                      max_completion_length=4, bf16=False, use_cpu=True, report_to="none", logging_steps=1,
+                      dataloader_num_workers=0, save_strategy="no", seed=0)
+    trainer = GRPOTrainer(model=str(tiny_model), reward_funcs=[reward], args=args, train_dataset=data,
+                          processing_class=load_tokenizer(str(tiny_model)))
+    trainer.train()
+    return [row for row in trainer.state.log_history if "loss" in row]
+
+
 def test_two_grpo_steps_with_the_judge_as_reward(tiny_model, one_torch_thread, tmp_path):
     """TRL 1.16's GRPOTrainer calls the reward with the dataset's columns and log_metric; the tiny model is
     the policy, the scripted judge says [[A]] whatever it sees (always the first shown response)."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    from j1.models import load_tokenizer
 
     data = Dataset.from_list([{"prompt": f"Question {i}?", "reference": f"Answer {i}."} for i in range(4)])
     with FakeOpenAIServer() as upstream:
         reward = JudgeReward(base_url=upstream.base_url)
         pickle.loads(pickle.dumps(reward))
-        args = GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=2,
-                          max_completion_length=4, bf16=False, use_cpu=True, report_to="none", logging_steps=1,
-                          dataloader_num_workers=0, save_strategy="no", seed=0)
-        trainer = GRPOTrainer(model=str(tiny_model), reward_funcs=[reward], args=args, train_dataset=data,
-                              processing_class=load_tokenizer(str(tiny_model)))
-        trainer.train()
-    steps = [row for row in trainer.state.log_history if "loss" in row]
+        steps = _two_grpo_steps(tiny_model, reward, data, tmp_path)
     assert len(steps) == 2
     for row in steps:
         # A in both orders: the completion wins AB, the reference BA: 1 of 2 for every completion, all flips
@@ -194,20 +200,11 @@ def test_two_grpo_steps_with_the_group_reward(tiny_model, one_torch_thread, tmp_
     """mode='group' in GRPO: each of a prompt's 2 generations meets the other in both orders; the scripted
     judge says [[A]] whatever it sees, so every pair is a flip and every reward 0.5."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    from j1.models import load_tokenizer
 
     data = Dataset.from_list([{"prompt": f"Question {i}?"} for i in range(4)])
     with FakeOpenAIServer() as upstream:
         reward = JudgeReward(base_url=upstream.base_url, mode="group")
-        args = GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=2,
-                          max_completion_length=4, bf16=False, use_cpu=True, report_to="none", logging_steps=1,
-                          dataloader_num_workers=0, save_strategy="no", seed=0)
-        trainer = GRPOTrainer(model=str(tiny_model), reward_funcs=[reward], args=args, train_dataset=data,
-                              processing_class=load_tokenizer(str(tiny_model)))
-        trainer.train()
-    steps = [row for row in trainer.state.log_history if "loss" in row]
+        steps = _two_grpo_steps(tiny_model, reward, data, tmp_path)
     assert len(steps) == 2
     for row in steps:
         assert row["rewards/judge/mean"] == 0.5 and row["judge/flip_rate"] == 1.0
