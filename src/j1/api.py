@@ -27,8 +27,9 @@ from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest
 # Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
 JUDGING_KEYS = Manifest.DEFAULTS
 SAMPLING_KEYS = ("top_p", "seed")
-LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device", "max_context")
-HTTP_KEYS = ("concurrency", "timeout", "max_retries")
+LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device")
+HTTP_KEYS = ("concurrency", "timeout", "max_retries", "endpoint")
+BOTH_KEYS = ("max_context",)  # a local judge's context, or the engine's
 
 
 @dataclass
@@ -37,6 +38,7 @@ class _Settings:
 
     model: str | None
     base_url: str | None
+    judge: str | None = None
     format: str | None = None
     template: str | None = None
     assistant_prefill: str | None = None
@@ -182,21 +184,36 @@ def _check_texts(items: Sequence[Sequence[Any]], names: tuple[str, ...]) -> list
     return out
 
 
+def _names_judge(ref: str) -> bool:
+    """Whether ``ref`` names a judge j1 made (a shipped name, a folder or file with its manifest, a GGUF)."""
+    from pathlib import Path
+
+    from j1.judges import MANIFEST, SHIPPED
+
+    path = Path(ref).expanduser()
+    return ref in SHIPPED or ref.endswith(".gguf") and path.is_file() or (path / MANIFEST).is_file() \
+        or path.name == MANIFEST and path.is_file()
+
+
 def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-               **overrides: Any) -> Judge:
+               served_name: str | None = None, **overrides: Any) -> Judge:
     """Load a judge the way ``j1 judge --model`` names one.
 
     Args:
         name_or_path: a shipped judge (``j1-135m``), a folder ``j1 train``/``j1 warmup`` wrote (its
             ``judge.json`` sets the format, wording, prefill and lengths), ``smollm2-135m`` or a
-            Hugging Face id; with ``base_url``, the served model name. None: ``DEFAULT_JUDGE``
-            locally, the server's first model with ``base_url``.
-        base_url: an OpenAI-compatible server (vLLM, SGLang), e.g. ``http://127.0.0.1:8000/v1``.
+            Hugging Face id. With ``base_url``: a judge j1 made (shipped name, folder, ``judge.json`` or the
+            GGUF ``j1 export judge --gguf`` wrote), whose manifest sets how it is asked and whose name the
+            engine is asked for (checked against its ``/v1/models``), else the served model name. None:
+            ``DEFAULT_JUDGE`` locally, the server's first model with ``base_url``.
+        base_url: an OpenAI-compatible engine (vLLM, SGLang, llama.cpp), e.g. ``http://127.0.0.1:8000/v1``.
         api_key: the server's key (the API reads no environment variable).
+        served_name: with ``base_url`` and a judge j1 made, the engine's name for it when not the manifest's.
         overrides: judging settings (format, template, assistant_prefill, max_new_tokens,
             temperature, samples; unset ones come from the manifest, else j1 judge's defaults),
             top_p and seed, and backend settings: local max_batch_rows, max_batch_tokens, dtype,
-            device; HTTP concurrency, timeout, max_retries.
+            device; HTTP concurrency, timeout, max_retries, endpoint (``j1 judge --endpoint``); both
+            max_context (the local judge's, or the engine's).
 
     Returns:
         A Judge; close it (or use ``with``) when done.
@@ -211,7 +228,7 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
     """
     from j1.judges import PLAIN_DEFAULTS
 
-    known = (*JUDGING_KEYS, *SAMPLING_KEYS, *LOCAL_KEYS, *HTTP_KEYS)
+    known = (*JUDGING_KEYS, *SAMPLING_KEYS, *LOCAL_KEYS, *HTTP_KEYS, *BOTH_KEYS)
     for key in overrides:
         if key not in known:
             raise TypeError(f"load_judge() got an unknown setting {key!r}; known: {', '.join(known)}")
@@ -221,14 +238,23 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
             where = "a local judge (no base_url)" if base_url else "a served judge (base_url)"
             raise TypeError(f"load_judge(): {key!r} applies to {where} only")
     model = name_or_path if name_or_path is not None or base_url else DEFAULT_JUDGE
-    settings = _Settings(model, base_url, **{k: overrides[k] for k in JUDGING_KEYS if k in overrides})
+    judge = model if base_url and model is not None and _names_judge(model) else None
+    if served_name is not None and judge is None:
+        raise TypeError("load_judge(): served_name renames a judge j1 made (a folder, judge.json, shipped name or "
+                        "GGUF) served at base_url")
+    settings = _Settings(model, base_url, judge, **{k: overrides[k] for k in JUDGING_KEYS if k in overrides})
     manifest = apply_manifest(settings, PLAIN_DEFAULTS)
     # Settings are checked before the (slow) model load.
     fmt = get_format(settings.format, settings.template)
     params = SamplingParams(n=settings.samples, temperature=settings.temperature,
                             top_p=overrides.get("top_p", 1.0), max_new_tokens=settings.max_new_tokens,
                             seed=overrides.get("seed", 0))
-    backend_kw = {k: overrides[k] for k in (HTTP_KEYS if base_url else LOCAL_KEYS) if k in overrides}
+    backend_kw = {k: overrides[k] for k in (*(HTTP_KEYS if base_url else LOCAL_KEYS), *BOTH_KEYS) if k in overrides}
+    if judge is not None:  # the engine is asked for the judge's name, its prompt rendered as it was trained
+        from j1.judges import served_judge
+
+        model, served = served_judge(judge, served_name, backend_kw.get("endpoint", "auto"))
+        backend_kw.update(served)
     backend = make_backend(model, base_url, api_key=api_key, **backend_kw)
     name = manifest.name if manifest is not None and manifest.name else backend.model_name
     return Judge(backend, fmt, params, settings.assistant_prefill, name=name, manifest=manifest, base_url=base_url)

@@ -6,6 +6,7 @@ names the *original* responses.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,9 @@ class Sample:
     text: str
     error: str | None = None  # why the verdict is invalid (the parser's reason); None when valid
     finish_reason: str | None = None  # the backend's "stop" or "length"; None for a plain string
+    # The verdict's log-odds for the original A over B at the verdict token, from an engine's logprobs
+    # (``verdict_margin``); None when none came back or the format names no position.
+    margin: float | None = None
 
 
 @dataclass
@@ -114,6 +118,41 @@ def why_invalid(reason: str, completion: Completion | str) -> str:
     return f"cut off at the token limit{count} before a valid answer: {reason}"
 
 
+_VERDICT_OPEN = re.compile(r"\[\[\s*$")
+
+
+def verdict_margin(fmt: JudgeFormat, completion: Completion | str) -> float | None:
+    """The log-odds of shown A over shown B at the token where the judge names its verdict (right after
+    ``[[``), from the logprobs an engine returned; None without logprobs, for a format that names no
+    position or shows more than two, or when no verdict token was generated (e.g. it was in the prefill).
+
+    A letter missing from the token's top alternatives is given the lowest listed logprob, so the margin is
+    then a bound: the true one is at least as large.
+
+    >>> from j1.backends import TokenLogprob
+    >>> from j1.formats import get_format
+    >>> c = Completion("<answer>[[A]]</answer>", "stop", 5, [TokenLogprob("[[", -0.1),
+    ...     TokenLogprob("A", -0.2, {"A": -0.2, "B": -1.7}), TokenLogprob("]]</answer>", -0.01)], prefill_chars=8)
+    >>> round(verdict_margin(get_format("pav"), c), 2)
+    1.5
+    """
+    if isinstance(completion, str) or not completion.logprobs or not fmt.names_position or fmt.arity != 2:
+        return None
+    seen = completion.text[: completion.prefill_chars]
+    for tok in completion.logprobs:
+        if _VERDICT_OPEN.search(seen) and tok.token.strip() in fmt.positions:
+            best: dict[str, float] = {}
+            for alt, lp in {tok.token: tok.logprob, **tok.top}.items():
+                letter = alt.strip()
+                best[letter] = max(lp, best.get(letter, float("-inf")))
+            if len(best) < 2:  # only the pick listed: nothing bounds the other letter
+                return None
+            floor = min(best.values())
+            return best.get("A", floor) - best.get("B", floor)
+        seen += tok.token
+    return None
+
+
 def to_sample(fmt: JudgeFormat, completion: Completion | str, order: str) -> Sample:
     """Parse one completion shown in ``order`` (``AB``/``BA``; pointwise: ``A``/``B``, the response it scored)."""
     text, finish = (completion, None) if isinstance(completion, str) else (completion.text, completion.finish_reason)
@@ -125,7 +164,10 @@ def to_sample(fmt: JudgeFormat, completion: Completion | str, order: str) -> Sam
         scores = None if parsed.scores is None else {order: parsed.scores["A"]}
     # Parsers give a reason with every invalid parse; the fallback keeps "error is None iff valid" for any format.
     error = None if parsed.valid else why_invalid(parsed.error or "the parser gave no reason", completion)
-    return Sample(verdict.value, scores, parsed.thought, text, error, finish)
+    margin = verdict_margin(fmt, completion)
+    if margin is not None and order == "BA":  # shown A is the original B
+        margin = -margin
+    return Sample(verdict.value, scores, parsed.thought, text, error, finish, margin)
 
 
 def first_error(samples: Iterable[Sample]) -> str | None:
@@ -151,8 +193,21 @@ def assemble(fmt: JudgeFormat, completions: dict[str, Sequence[Completion | str]
 
 def judging(params: SamplingParams, fmt: JudgeFormat) -> SamplingParams:
     """``params`` for judging in ``fmt``: a completion ends where its answer does (``answer_end``), so
-    nothing after the answer is returned and its finish reason is "stop"."""
-    return replace(params, ends_at=fmt.answer_end)
+    nothing after the answer is returned and its finish reason is "stop"; an engine may stop at the
+    answer's closing tag (``stop``)."""
+    return replace(params, ends_at=fmt.answer_end, stop=(fmt.answer_tags[1],))
+
+
+def judgment_margin(result: Judgment) -> float | None:
+    """A pair's log-odds margin for the original A from its samples' engine logprobs (``Sample.margin``),
+    averaged over both orders as ``j1 probe`` averages its reading; None when an order has none."""
+    means = []
+    for o in result.orders:
+        margins = [s.margin for s in o.samples if s.margin is not None]
+        if not margins:
+            return None
+        means.append(sum(margins) / len(margins))
+    return sum(means) / len(means) if means else None
 
 
 def low_confidence(verdict: str, margin: float, min_margin: float) -> bool:

@@ -10,7 +10,7 @@ from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import require_arity
 from j1.formats.base import request_text
 from j1.formats.spec import FORMAT_NAMES, PREFILL_HELP, TEMPLATE_CHOICES, check_format, check_template
-from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
+from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest, judge_folder, named_judge
 from j1.limits import TRUNCATE
 
 _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
@@ -25,6 +25,13 @@ class JudgeArgs:
         metadata={"help": f"The judge: {DEFAULT_JUDGE} (shipped, the default), a folder j1 train or j1 warmup wrote "
                   "(its judge.json sets the format, wording, prefill and lengths), smollm2-135m (the untrained base), "
                   "an HF id; with --base-url, the served model name."})
+    judge: str | None = field(
+        default=None,
+        metadata={"help": "A judge j1 made, served by an engine: its folder, judge.json, shipped name or the GGUF "
+                  "j1 export judge --gguf wrote. With --base-url its manifest sets the format, wording, prefill and "
+                  "budgets, and the engine is asked for the judge's name (checked against its /v1/models; --model "
+                  "overrides the name); its prompt is rendered with its own chat template when its tokenizer is on "
+                  "this machine (--endpoint). Without --base-url, the same as --model."})
     format: str | None = field(
         default=None, metadata={"help": f"Judge format: {', '.join(FORMAT_NAMES)}." + _FROM_MANIFEST.format("pav")})
     template: str | None = field(
@@ -47,8 +54,25 @@ class JudgeArgs:
                                    "responses from their start, keeping their ends) or middle (keep both ends)."})
 
     def _apply_judge(self) -> None:
-        """The default judge when none is named (locally), then the manifest's settings for unset fields."""
-        if self.model is None and not getattr(self, "base_url", None):
+        """The judge (``--judge``, else ``--model``, else the default locally), then its manifest's settings for
+        unset fields."""
+        served = bool(getattr(self, "base_url", None))
+        if self.judge is not None:
+            named = named_judge(self.judge)
+            if served:
+                self.model = self.model or named.manifest.name
+                if not self.model:
+                    raise ValueError(f"--judge {self.judge}: its manifest names no model; pass --model with the "
+                                     "engine's served name")
+            elif named.gguf is not None:
+                raise ValueError(f"--judge {self.judge}: a GGUF judge runs in an engine (llama.cpp); serve it and "
+                                 "pass --base-url")
+            elif self.model is not None and self.model != self.judge:
+                raise ValueError("--model and --judge both name the judge: pass one (--model with --judge names "
+                                 "the engine's model, with --base-url)")
+            else:
+                self.model = self.judge if judge_folder(self.judge) is not None else str(named.folder)
+        elif self.model is None and not served:
             self.model = DEFAULT_JUDGE
         self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
 

@@ -29,12 +29,15 @@ from j1.atomic import temp_file_beside
 log = logging.getLogger(__name__)
 
 MANIFEST = "judge.json"
-MANIFEST_VERSION = 1
+# 2: kind and base_weights (an adapter's exact base).
+MANIFEST_VERSION = 2
 ASSETS = Path(__file__).parent / "assets"
 SHIPPED_DIR = ASSETS / "judges"
 DEFAULT_JUDGE = "j1-135m"  # what judge, eval and probe use when no model is named
 # Without a manifest (a plain model, a served one), unset judging settings take these values.
 PLAIN_DEFAULTS = dict(format="pav", template="full", max_new_tokens=512, temperature=0.0, samples=1)
+# What a judge folder holds: a LoRA adapter on a named base, or a full model (None: not recorded).
+KINDS = ("adapter", "full", None)
 # The judges inside the package, by name: each a folder with a manifest.
 SHIPPED = tuple(sorted(p.name for p in SHIPPED_DIR.iterdir() if (p / MANIFEST).is_file())) \
     if SHIPPED_DIR.is_dir() else ()
@@ -54,6 +57,10 @@ class Manifest:
         name: a short name for reports.
         metrics: what the judge reached, by evaluation set (``j1 eval`` adds to it).
         trained_by: the command that made it (``j1 train``, ``j1 warmup``).
+        kind: ``adapter`` (LoRA weights on ``base_model``) or ``full``; None in manifests before it was kept.
+        base_weights: the adapter's exact base weights (``j1.models.base_weights``): its j1 name, its hub id
+            where one exists, where the weights came from and their checksum. The embedded base is the
+            dequantized Q4_1 GGUF, not the hub's bf16 file, so an adapter judges as measured only on it.
     """
 
     format: str
@@ -66,6 +73,8 @@ class Manifest:
     name: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     trained_by: str | None = None
+    kind: str | None = None
+    base_weights: dict[str, Any] | None = None
     schema_version: int = MANIFEST_VERSION
 
     # The fields a judging command takes from the manifest when its flag is not given.
@@ -100,6 +109,8 @@ class Manifest:
             ("samples", isinstance(m.samples, int) and m.samples >= 1, "an integer >= 1"),
             ("base_model", m.base_model is None or isinstance(m.base_model, str), "a string"),
             ("metrics", isinstance(m.metrics, dict), "an object"),
+            ("kind", m.kind in KINDS, f"one of {', '.join(k for k in KINDS if k)}"),
+            ("base_weights", m.base_weights is None or isinstance(m.base_weights, dict), "an object"),
         ]
         for key, ok, want in checks:
             if not ok:
@@ -120,7 +131,8 @@ def read_manifest(folder: str | os.PathLike) -> Manifest | None:
 
 
 def write_manifest(folder: str | os.PathLike, manifest: Manifest) -> Path:
-    """Write ``folder/judge.json`` atomically (a temp file renamed over it)."""
+    """Write ``folder/judge.json`` atomically (a temp file renamed over it), as this j1's schema version."""
+    manifest = dataclasses.replace(manifest, schema_version=MANIFEST_VERSION)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file_beside(folder / MANIFEST, suffix=".json")  # the run's file mode, not mkstemp's 0600
@@ -161,6 +173,104 @@ def manifest_for(name: str | None) -> Manifest | None:
     """The manifest of the judge ``name`` names (None for a plain model or a hub id)."""
     folder = judge_folder(name)
     return None if folder is None else read_manifest(folder)
+
+
+GGUF_MANIFEST_KEY = "j1.manifest"  # where j1 export judge --gguf keeps the manifest in the file's metadata
+
+
+@dataclass(frozen=True)
+class NamedJudge:
+    """What ``--judge`` names: a judge's manifest, and where its tokenizer is (a folder, or a GGUF file)."""
+
+    manifest: Manifest
+    folder: Path | None  # the judge's folder (None for a GGUF file)
+    gguf: Path | None = None
+
+
+def read_gguf_manifest(path: str | os.PathLike) -> Manifest:
+    """The manifest ``j1 export judge --gguf`` keeps in a GGUF file's metadata.
+
+    Raises:
+        ValueError: the file holds none (not made by j1), naming the file.
+    """
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    field_ = reader.fields.get(GGUF_MANIFEST_KEY)
+    if field_ is None:
+        raise ValueError(f"{path}: no j1 manifest in this GGUF file (j1 export judge --gguf writes one); give the "
+                         "judge's folder or judge.json instead")
+    try:
+        data = json.loads(field_.contents())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: its {GGUF_MANIFEST_KEY} is not valid JSON ({exc.msg})") from None
+    return Manifest.from_json(data, f"{path}:{GGUF_MANIFEST_KEY}")
+
+
+def named_judge(ref: str) -> NamedJudge:
+    """The judge ``--judge`` names: a shipped judge, a folder holding ``judge.json``, a ``judge.json`` file, or a
+    GGUF file ``j1 export judge --gguf`` wrote.
+
+    Raises:
+        ValueError: none of these, or a malformed manifest, naming the path.
+    """
+    path = Path(ref).expanduser()
+    if ref.endswith(".gguf"):
+        if not path.is_file():
+            raise ValueError(f"--judge {ref}: no such file")
+        return NamedJudge(read_gguf_manifest(path), None, path)
+    if path.is_file() and path.name == MANIFEST:
+        path = path.parent
+    folder = judge_folder(ref) if not path.is_dir() else path
+    if folder is None:
+        raise ValueError(f"--judge {ref}: not a shipped judge ({', '.join(SHIPPED) or 'none'}), a folder with "
+                         f"{MANIFEST}, a {MANIFEST} file or a GGUF file j1 wrote")
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise ValueError(f"--judge {ref}: {folder} has no {MANIFEST}; --judge takes a judge j1 made (--model takes "
+                         "any model)")
+    return NamedJudge(manifest, folder)
+
+
+def served_judge(ref: str, served_name: str | None, endpoint: str = "auto") -> tuple[str, dict]:
+    """The engine's name for the judge ``ref`` names, and the HTTP backend's arguments that keep its manifest:
+    its tokenizer (so its prompt is rendered as it was trained, ``endpoint`` permitting) and a check that the
+    engine serves that name.
+
+    Raises:
+        ValueError: ``ref`` names no judge, or its manifest names no model and ``served_name`` is None.
+    """
+    named = named_judge(ref)
+    name = served_name or named.manifest.name
+    if not name:
+        raise ValueError(f"--judge {ref}: its manifest names no model; pass --model with the engine's served name")
+    tokenizer = None if endpoint == "chat" else judge_tokenizer(named)
+    return name, {"tokenizer": tokenizer, "check_model": True}
+
+
+def judge_tokenizer(judge: NamedJudge):
+    """The named judge's tokenizer (left-padded), or None when it is not on this machine: its folder's own,
+    else its base's (a local folder, the embedded model, or a hub id in the local cache), else the GGUF's."""
+    from j1.models import load_tokenizer, resolve_model
+
+    try:
+        if judge.gguf is not None:
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(str(judge.gguf.parent), gguf_file=judge.gguf.name)
+        folder = judge.folder
+        if folder is not None and (folder / "tokenizer_config.json").is_file():
+            return load_tokenizer(str(folder))
+        base = judge.manifest.base_model
+        if base is None:
+            return None
+        if folder is not None and (folder / base).is_dir():
+            base = str(folder / base)
+        return load_tokenizer(resolve_model(base))
+    except (OSError, ValueError) as exc:
+        log.warning("the judge's tokenizer is not on this machine (%s): its prompts go to the engine as chat "
+                    "messages", " ".join(str(exc).split())[:200])
+        return None
 
 
 @dataclass(frozen=True)
@@ -243,9 +353,14 @@ def load_model(model: str | None, *, base: str | None = None, dtype: str = "floa
 
 
 def apply_manifest(cfg, explicit_defaults: dict[str, Any]) -> Manifest | None:
-    """Fill a judging config's unset generation fields (None) from its judge's manifest, else from
-    ``explicit_defaults``; returns the manifest used. A flag the user gave is never overridden."""
-    manifest = None if getattr(cfg, "base_url", None) else manifest_for(cfg.model)
+    """Fill a judging config's unset generation fields (None) from its judge's manifest (``cfg.judge``'s, else a
+    local ``cfg.model``'s), else from ``explicit_defaults``; returns the manifest used. A flag the user gave is
+    never overridden."""
+    judge = getattr(cfg, "judge", None)
+    if judge is not None:
+        manifest = named_judge(judge).manifest
+    else:
+        manifest = None if getattr(cfg, "base_url", None) else manifest_for(cfg.model)
     for key in Manifest.DEFAULTS:
         if not hasattr(cfg, key) or getattr(cfg, key) is not None:
             continue
@@ -264,7 +379,7 @@ def trained_manifest(*, formulation: str, template: str, prefill: str | None, ma
     pointwise. ``base_model`` is the adapter's base (None for a full model).
     """
     from j1.formats import FORMATS
-    from j1.models import EMBEDDED_NAME
+    from j1.models import EMBEDDED_NAME, base_weights
 
     if base_model is not None and base_model in {"", "embedded", "default"}:
         base_model = EMBEDDED_NAME
@@ -272,108 +387,6 @@ def trained_manifest(*, formulation: str, template: str, prefill: str | None, ma
         format=formulation if formulation in FORMATS else "pav", template=template, assistant_prefill=prefill,
         max_new_tokens=max_new_tokens, temperature=0.0, samples=1,
         base_model=base_reference(base_model, judge_dir), name=Path(judge_dir).resolve().name, trained_by=trained_by,
+        kind="full" if base_model is None else "adapter",
+        base_weights=None if base_model is None else base_weights(base_model),
     )
-
-
-ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
-# A checkpoint's training state: what resuming needs and judging does not.
-TRAINING_STATE = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", "training_args.bin", "run.json")
-
-
-def _source_run(folder: Path) -> dict | None:
-    """The run.json that describes the judge in ``folder``: its own (a shipped judge), else its run's
-    (``final/`` and ``checkpoint-N/`` sit in the ``j1 train`` output_dir beside run.json)."""
-    for path in (folder / "run.json", folder.parent / "run.json"):
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-    return None
-
-
-def _exported_base(manifest: Manifest, folder: Path, base: str | None, out: Path) -> str | None:
-    """How the exported manifest names the adapter's base: a model name or hub id as it was, a folder
-    re-pointed relative to ``out`` (the embedded model by its name, so a shipped judge does not name a path)."""
-    from j1.models import EMBEDDED_NAME, embedded_model_dir
-
-    name = base or manifest.base_model
-    if name is None:
-        return None
-    path = folder / name if base is None and (folder / name).is_dir() else Path(name)
-    if not path.is_dir():
-        return name
-    if path.resolve() == embedded_model_dir().resolve():
-        return EMBEDDED_NAME
-    return base_reference(str(path), out)
-
-
-def export_judge(model: str, out: str | os.PathLike, *, merged: bool = False, base: str | None = None,
-                 dtype: str = "float32") -> dict:
-    """Write the judge ``model`` (a shipped name, or a folder with ``judge.json``: a ``j1 train`` run's
-    ``final/`` or ``checkpoint-N/``, a ``j1 warmup`` output) to the new folder ``out``, a judge ``--model``
-    reads with the same verdicts: its weights (an adapter as it is, or with ``merged`` folded into its base
-    as a plain transformers model), its tokenizer when it has one, its manifest (named after ``out``, an
-    adapter's base re-pointed from ``out``) and its run's ``run.json`` with an ``exported`` record.
-    A checkpoint's optimizer and trainer state are left behind. Written to a temp folder, then renamed.
-
-    Args:
-        model: the judge to export.
-        out: the folder to create; it must not exist yet.
-        merged: fold an adapter into its base (a full model needs no base, loads in plain transformers).
-        base: the adapter's base, when its manifest names none (as ``--base``).
-        dtype: the weights' dtype when merging.
-
-    Returns:
-        The ``exported`` record: source, checkpoint, step, kind (adapter, full or merged).
-
-    Raises:
-        ValueError: ``out`` exists, or ``model`` is no judge (a folder without ``judge.json``).
-
-    >>> export_judge("j1-135m", ".")
-    Traceback (most recent call last):
-    ...
-    ValueError: --out . exists; remove it or name a new folder
-    """
-    import shutil
-
-    out = Path(out)
-    if out.exists():
-        raise ValueError(f"--out {out} exists; remove it or name a new folder")
-    where = judge_weights(model, base)
-    folder = judge_folder(model)
-    if where.manifest is None or folder is None:
-        raise ValueError(f"{model}: no {MANIFEST}; export takes a judge j1 train or j1 warmup wrote "
-                         "(its final/ or a checkpoint-N/ folder) or a shipped one")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"  # mkdir, not mkdtemp: the usual folder mode
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        if merged and where.adapter is not None:
-            lm, tokenizer, _ = load_model(model, base=base, dtype=dtype, merge=True)
-            lm.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)  # the adapter's or the base's, with its chat template
-            kind, exported_base = "merged", None
-        else:
-            # Everything but the training state; an adapter folder's files are its adapter and tokenizer.
-            for path in sorted(folder.iterdir()):
-                if path.is_file() and path.name not in TRAINING_STATE and path.name != MANIFEST \
-                        and not path.name.startswith("rng_state"):
-                    shutil.copy2(path, tmp / path.name)
-            kind = "full" if where.adapter is None else "adapter"
-            exported_base = None if where.adapter is None else _exported_base(where.manifest, folder, base, out)
-            if where.adapter is not None:  # informative only: the manifest names the base
-                config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
-                config["base_model_name_or_path"] = exported_base
-                (tmp / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        write_manifest(tmp, dataclasses.replace(where.manifest, name=out.name, base_model=exported_base))
-        run = _source_run(folder) or {}
-        state = folder / "trainer_state.json"
-        step = json.loads(state.read_text(encoding="utf-8"))["global_step"] if state.is_file() \
-            else run.get("global_step")
-        record = {"source": str(model), "checkpoint": folder.name, "step": step, "kind": kind}
-        (tmp / "run.json").write_text(json.dumps({**run, "exported": record}, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    log.info("%s -> %s (%s, step %s)", model, out, kind, step)
-    return record

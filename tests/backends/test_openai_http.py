@@ -25,12 +25,16 @@ def test_n_samples_and_model_discovery(fake_openai):
     assert backend.usage.completion_tokens == 30
 
 
-def test_server_that_ignores_n_is_asked_again():
+def test_server_that_ignores_n_gets_one_request_per_sample():
     with FakeOpenAIServer(honour_n=False) as server:
-        out = OpenAIBackend(server.base_url, "m").generate(MSG[:1], SamplingParams(n=3, temperature=1))
+        backend = OpenAIBackend(server.base_url, "m")
+        out = backend.generate(MSG[:1], SamplingParams(n=3, temperature=1))
         assert len(out[0]) == 3
-        assert [r["n"] for r in server.requests] == [3, 2, 1]
-        assert len({r["seed"] for r in server.requests}) == 3  # each wave gets its own seed
+        assert [r["n"] for r in server.requests] == [3, 1, 1]  # n asked once, the rest fanned out
+        assert len({r["seed"] for r in server.requests}) == 3  # each sample its own seed
+        backend.generate(MSG[1:2], SamplingParams(n=3, temperature=1))
+        assert [r["n"] for r in server.requests[3:]] == [1, 1, 1]  # known now: singles from the start
+        assert len({r["seed"] for r in server.requests[3:]}) == 3  # each sample its own seed
 
 
 def test_retries_then_succeeds():

@@ -34,7 +34,7 @@ def check_judge_json(out: dict, fmt: str, samples: int) -> None:
         assert order["verdict"] in verdicts
         assert len(order["samples"]) == samples
         for s in order["samples"]:
-            assert set(s) == {"verdict", "scores", "thought", "text", "error", "finish_reason"}
+            assert set(s) == {"verdict", "scores", "thought", "text", "error", "finish_reason", "margin"}
             assert s["verdict"] in verdicts
             assert (s["error"] is None) == (s["verdict"] != "invalid")  # a reason exactly when invalid
             assert s["finish_reason"] in {"stop", "length"}

@@ -49,6 +49,12 @@ class SamplingParams:
     # Where a completion ends, given its text (a judge format's ``answer_end``): nothing after that is
     # returned and the finish reason is "stop", as at a stop string. None: at EOS or the token limit.
     ends_at: Callable[[str], int | None] | None = field(default=None, compare=False)
+    # Strings an engine may stop at (the answer's closing tag): it frees the row there instead of decoding
+    # past the answer. ``ends_at`` still decides where the answer ends; the text up to a stop is kept whole.
+    stop: tuple[str, ...] = ()
+    # Alternatives per generated token to return with their log-probabilities (0: none); a served judge's
+    # verdict margin is read from them (``j1.judge.verdict_margin``).
+    logprobs: int = 0
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -59,6 +65,8 @@ class SamplingParams:
             raise ValueError(f"n={self.n} with temperature=0 gives n identical samples; set temperature > 0")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens}: must be >= 1")
+        if self.logprobs < 0:
+            raise ValueError(f"logprobs={self.logprobs}: must be >= 0")
 
 
 def cut(text: str, finish_reason: str, params: SamplingParams) -> tuple[str, str]:
@@ -72,11 +80,24 @@ def cut(text: str, finish_reason: str, params: SamplingParams) -> tuple[str, str
     return (text, finish_reason) if end is None else (text[:end], "stop")
 
 
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token, its log-probability and the top alternatives' (token -> logprob)."""
+
+    token: str
+    logprob: float
+    top: dict[str, float] = field(default_factory=dict)
+
+
 @dataclass
 class Completion:
     text: str
     finish_reason: str = "stop"  # "stop" or "length"
     completion_tokens: int = 0
+    # The generated tokens with their log-probabilities, when asked for (``SamplingParams.logprobs``) and
+    # the engine returned them; None otherwise. They cover what was generated, from ``text[prefill_chars:]``.
+    logprobs: list[TokenLogprob] | None = None
+    prefill_chars: int = 0  # leading characters of ``text`` that are the prompt's prefill, not generated
 
 
 @dataclass

@@ -1,9 +1,12 @@
-"""Any OpenAI-compatible chat-completions server (vLLM, SGLang, hosted APIs).
+"""Any OpenAI-compatible engine (vLLM, SGLang, llama.cpp's servers, hosted APIs).
 
 Requests run concurrently up to a limit, each with a timeout; retryable failures (connection
-errors, timeouts, HTTP 408/409/429/5xx) back off exponentially with jitter and are retried; a
-request that still fails raises ``BackendError`` naming the server and the HTTP status, never a
-placeholder string that could be mistaken for a judgment.
+errors, timeouts, HTTP 408/409/429/5xx) back off exponentially with jitter (or as ``Retry-After`` asks)
+and are retried; a request that still fails raises ``BackendError`` naming the server and the HTTP
+status, never a placeholder string that could be mistaken for a judgment. A prompt the engine says is
+over its context raises ``ContextTooLong`` for that prompt alone. Engines differ (``j1.backends.engine``):
+one that ignores or refuses ``n > 1`` gets one request per sample; a stop string cut from the text is put
+back; ``max_tokens`` is fitted into the engine's context when the judge's tokenizer is at hand.
 
 One event loop in a daemon thread owns one HTTP client for the backend's life: every call, from
 any thread (``j1 serve`` runs several batches at once), shares its kept-alive connections and one
@@ -25,13 +28,22 @@ from j1.backends.base import (
     Backend,
     BackendError,
     Completion,
+    ContextTooLong,
     Messages,
     SamplingParams,
     Usage,
     cut,
     prompt_seed,
 )
-from j1.chat import prefill
+from j1.backends.engine import (
+    chat_logprobs,
+    completion_logprobs,
+    is_context_error,
+    restore_stop,
+    retry_after_seconds,
+)
+from j1.backends.spec import ENDPOINTS
+from j1.chat import prefill, render
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +51,7 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 class OpenAIBackend(Backend):
-    """Chat completions over HTTP.
+    """An OpenAI-compatible engine over HTTP (vLLM, SGLang, llama.cpp's servers, hosted APIs).
 
     Args:
         base_url: e.g. ``http://127.0.0.1:8000/v1``.
@@ -48,7 +60,17 @@ class OpenAIBackend(Backend):
         concurrency: most requests in flight.
         timeout: seconds per request.
         max_retries: retries of a retryable failure before giving up.
-        backoff: first retry delay in seconds; doubles each retry (with jitter), capped at 30 s.
+        backoff: first retry delay in seconds; doubles each retry (with jitter), capped at 30 s. A 429/503
+            with ``Retry-After`` waits what it asks (at most ``engine.MAX_RETRY_AFTER_S``).
+        endpoint: ``chat`` (``/chat/completions``; a prefill is continued with vLLM's and SGLang's
+            ``continue_final_message``), ``completions`` (``/completions`` with the prompt rendered here by the
+            judge's own chat template: exactly the text a local judge reads, on any engine), or ``auto``
+            (completions when ``tokenizer`` is given, else chat).
+        tokenizer: the judge's tokenizer (a transformers tokenizer): renders prompts for ``completions``,
+            counts their tokens to fit ``max_tokens`` into the engine's context.
+        check_model: check that the engine serves ``model`` (``GET /models``), else fail naming what it serves.
+        max_context: the engine's context in tokens (prompt plus answer); None: vLLM's ``max_model_len`` from
+            ``GET /models`` when listed.
     """
 
     def __init__(
@@ -61,19 +83,47 @@ class OpenAIBackend(Backend):
         timeout: float = 120.0,
         max_retries: int = 4,
         backoff: float = 0.5,
+        endpoint: str = "auto",
+        tokenizer=None,
+        check_model: bool = False,
+        max_context: int | None = None,
     ):
         import openai  # noqa: F401 - fail early with a clear ImportError
 
+        if endpoint not in ENDPOINTS:
+            raise ValueError(f"--endpoint {endpoint!r}: choose one of {', '.join(ENDPOINTS)}")
+        if endpoint == "completions" and tokenizer is None:
+            raise ValueError("--endpoint completions renders the judge's prompt with its chat template: name the "
+                             "judge with --judge (its folder, manifest or GGUF) so j1 has its tokenizer")
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key or "EMPTY"
         self.concurrency = concurrency
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
+        self.tokenizer = tokenizer
+        self.endpoint = "completions" if endpoint == "completions" or (endpoint == "auto" and tokenizer) else "chat"
         self.usage = Usage()
         self._lock = threading.Lock()
         self._io: _IOThread | None = None
-        self.model_name = model or self._first_model()
+        self.fan_out = False  # set once the engine is seen to ignore or refuse n > 1
+        self.engine_context = max_context
+        if model is None or check_model or max_context is None and tokenizer is not None:
+            listed = self._models()
+            ids = [m.get("id") for m in listed]
+            if model is None:
+                if not ids:
+                    raise BackendError(f"{self.base_url}: the server lists no models; pass --model")
+                model = ids[0]
+            elif check_model and model not in ids:
+                raise BackendError(f"{self.base_url} serves {', '.join(map(str, ids)) or 'no model'}, not {model!r}: "
+                                   f"serve the judge under that name (vLLM --served-model-name {model}, llama.cpp "
+                                   f"--model_alias {model}) or pass --model with the served name")
+            if self.engine_context is None:
+                entry = next((m for m in listed if m.get("id") == model), {})
+                if isinstance(entry.get("max_model_len"), int):
+                    self.engine_context = entry["max_model_len"]
+        self.model_name = model
 
     def __getstate__(self) -> dict:
         # A copy (another process) opens its own loop and connections on first use.
@@ -102,13 +152,12 @@ class OpenAIBackend(Backend):
         if io is not None and io.pid == os.getpid():
             io.stop()
 
-    def _first_model(self) -> str:
-        async def go(client, _sem) -> str:
+    def _models(self) -> list[dict]:
+        """``GET /models``: each served model as a dict (``id``, and vLLM's ``max_model_len`` where listed)."""
+        async def go(client, _sem) -> list[dict]:
             models = await self._with_retries(client.models.list, "GET /models")
-            ids = [m.id async for m in models] if hasattr(models, "__aiter__") else [m.id for m in models.data]
-            if not ids:
-                raise BackendError(f"{self.base_url}: the server lists no models; pass --model")
-            return ids[0]
+            items = [m async for m in models] if hasattr(models, "__aiter__") else list(models.data)
+            return [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in items]
 
         return self._thread().submit(go).result()
 
@@ -116,21 +165,28 @@ class OpenAIBackend(Backend):
         import openai
 
         for attempt in range(self.max_retries + 1):
+            wait = None
             try:
                 return await call(**kwargs)
             except openai.APIStatusError as exc:
                 status, detail = exc.status_code, _detail(exc)
+                where = f"{self.base_url} ({what}, model {kwargs.get('model', '?')})"
+                if is_context_error(status, detail):  # the prompt does not fit: no retry helps
+                    raise ContextTooLong(f"{where}: HTTP {status}: {detail}") from exc
                 if status not in RETRYABLE_STATUS or attempt == self.max_retries:
-                    raise BackendError(
-                        f"{self.base_url} ({what}, model {kwargs.get('model', '?')}): HTTP {status}: {detail}"
-                    ) from exc
+                    err = BackendError(f"{where}: HTTP {status}: {detail}")
+                    err.status = status
+                    raise err from exc
+                headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+                wait = retry_after_seconds(headers.get("retry-after")) if status in (429, 503) else None
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
                 status = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection error"
                 if attempt == self.max_retries:
                     raise BackendError(
                         f"{self.base_url} ({what}): {status} after {attempt + 1} attempts: {exc}"
                     ) from exc
-            delay = min(30.0, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
+            # Jitter spreads the retries of many clients a busy engine refused at once.
+            delay = wait if wait is not None else min(30.0, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
             log.warning("%s %s failed (%s); retry %d in %.1fs", self.base_url, what, status, attempt + 1, delay)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
@@ -142,48 +198,118 @@ class OpenAIBackend(Backend):
             exc.index = i  # which prompt failed, so callers can keep per-prompt errors
             raise
 
+    def render(self, messages: Messages) -> str:
+        """The prompt text ``/completions`` gets: the judge's chat template applied here (a final assistant
+        message left open), less a leading BOS the engine's tokenizer adds itself."""
+        text = render(self.tokenizer, messages)
+        bos = getattr(self.tokenizer, "bos_token", None)
+        if bos and text.startswith(bos) and self._adds_bos():
+            text = text[len(bos):]
+        return text
+
+    def _adds_bos(self) -> bool:
+        tok = self.tokenizer
+        ids = tok("a").input_ids
+        return bool(ids) and tok.bos_token_id is not None and ids[0] == tok.bos_token_id
+
+    def _request(self, messages: Messages, params: SamplingParams) -> tuple[dict, str]:
+        """The request's arguments (all but n and seed) and the prefill its answer continues.
+
+        Raises:
+            ContextTooLong: the prompt leaves no room for an answer in the engine's context.
+        """
+        head = prefill(messages)
+        kwargs: dict = dict(model=self.model_name, temperature=params.temperature, top_p=params.top_p,
+                            max_tokens=params.max_new_tokens)
+        if self.endpoint == "completions":
+            kwargs["prompt"] = self.render(messages)
+            if params.logprobs:
+                kwargs["logprobs"] = params.logprobs
+        else:
+            kwargs["messages"] = messages
+            if head:
+                # vLLM and SGLang continue the final assistant message with these two flags and return only
+                # the continuation, which is joined to the prefill (the Backend contract).
+                kwargs["extra_body"] = {"continue_final_message": True, "add_generation_prompt": False}
+            if params.logprobs:
+                kwargs.update(logprobs=True, top_logprobs=params.logprobs)
+        if params.stop:
+            kwargs["stop"] = list(params.stop)
+        if self.engine_context is not None and self.tokenizer is not None:
+            prompt_tokens = self.count_tokens(messages)
+            room = self.engine_context - prompt_tokens
+            if room < 1:
+                raise ContextTooLong.of(prompt_tokens, params.max_new_tokens, self.engine_context,
+                                        f" (the engine at {self.base_url})")
+            kwargs["max_tokens"] = min(params.max_new_tokens, room)  # an engine refuses what cannot fit
+        return kwargs, head
+
+    async def _ask(self, client, sem, left: threading.Event, kwargs: dict, n: int, seed: int, params, head: str,
+                   i: int) -> list[Completion]:
+        """One request for ``n`` completions; fewer come back from an engine that ignores ``n``."""
+        async with sem:
+            if left.is_set():
+                # The caller left the stream: a slot freed before this task's cancel arrived sends nothing.
+                raise asyncio.CancelledError
+            chat = self.endpoint == "chat"
+            call = client.chat.completions.create if chat else client.completions.create
+            what = "POST /chat/completions" if chat else "POST /completions"
+            resp = await self._with_retries(call, what, n=n, seed=seed, **kwargs)
+        if not resp.choices:
+            raise BackendError(f"{self.base_url}: a response with no choices for prompt {i}")
+        per_choice = (resp.usage.completion_tokens // len(resp.choices)) if resp.usage else 0
+        comps = []
+        for ch in resp.choices:
+            if chat and (ch.message is None or ch.message.content is None):
+                raise BackendError(f"{self.base_url}: a choice without message content for prompt {i}")
+            text = ch.message.content if chat else ch.text
+            if text is None:
+                raise BackendError(f"{self.base_url}: a choice without text for prompt {i}")
+            finish = ch.finish_reason or "stop"
+            extra = getattr(ch, "model_extra", None) or {}
+            # The whole answer (prefill and continuation) is what ends at its closing tag.
+            text = restore_stop(head + text, finish, params, extra.get("stop_reason", ...))
+            # A server does not know where j1's answer ends: the text is cut there.
+            text, reason = cut(text, finish, params)
+            lp = None
+            if params.logprobs and ch.logprobs is not None:
+                lp = chat_logprobs(getattr(ch.logprobs, "content", None)) if chat else completion_logprobs(ch.logprobs)
+            comps.append(Completion(text, reason, per_choice, lp, len(head)))
+        if resp.usage:
+            self.usage.prompt_tokens += resp.usage.prompt_tokens
+            self.usage.completion_tokens += resp.usage.completion_tokens
+        self.usage.requests += 1
+        return comps
+
     async def _one_unlabelled(self, client, sem, i: int, messages: Messages, params: SamplingParams,
                               left: threading.Event):
-        comps: list[Completion] = []
+        kwargs, head = self._request(messages, params)
         seed = prompt_seed(params.seed, messages)
-        head = prefill(messages)
-        # A prefill: vLLM and SGLang continue the final assistant message with these two flags and
-        # return only the continuation, which is joined to the prefill below (the Backend contract).
-        extra = {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}} if head else {}
-        wave = 0
-        # Ask for n at once; a server that returns fewer choices (some ignore n) is asked again.
-        while len(comps) < params.n:
-            async with sem:
-                if left.is_set():
-                    # The caller left the stream: a slot freed before this task's cancel arrived sends nothing.
-                    raise asyncio.CancelledError
-                resp = await self._with_retries(
-                    client.chat.completions.create,
-                    "POST /chat/completions",
-                    model=self.model_name,
-                    messages=messages,
-                    n=params.n - len(comps),
-                    temperature=params.temperature,
-                    top_p=params.top_p,
-                    max_tokens=params.max_new_tokens,
-                    seed=seed + wave,
-                    **extra,
-                )
-            if not resp.choices:
-                raise BackendError(f"{self.base_url}: a response with no choices for prompt {i}")
-            per_choice = (resp.usage.completion_tokens // len(resp.choices)) if resp.usage else 0
-            for ch in resp.choices:
-                if ch.message is None or ch.message.content is None:
-                    raise BackendError(f"{self.base_url}: a choice without message content for prompt {i}")
-                # A server does not know where j1's answer ends: the text is cut there.
-                text, reason = cut(ch.message.content, ch.finish_reason or "stop", params)
-                comps.append(Completion(head + text, reason, per_choice))
-            if resp.usage:
-                self.usage.prompt_tokens += resp.usage.prompt_tokens
-                self.usage.completion_tokens += resp.usage.completion_tokens
-            self.usage.requests += 1
-            wave += 1
+        comps: list[Completion] = []
+        if params.n > 1 and not self.fan_out:
+            try:
+                comps = await self._ask(client, sem, left, kwargs, params.n, seed, params, head, i)
+            except BackendError as exc:
+                if getattr(exc, "status", None) != 400:
+                    raise
+                # An engine that refuses n > 1 (a 400 that is no context error): one request per sample.
+                log.warning("%s refused n=%d (%s); asking one sample per request", self.base_url, params.n, exc)
+            if len(comps) < params.n:
+                self.fan_out = True
+        # Fan out what is missing as single requests, each sample with its own seed.
+        missing = range(len(comps), params.n)
+        singles = await asyncio.gather(*(self._ask(client, sem, left, kwargs, 1, seed + k, params, head, i)
+                                         for k in missing))
+        for got in singles:
+            comps.extend(got)
         return i, comps[: params.n]
+
+    def count_tokens(self, messages: Messages) -> int | None:
+        """Prompt tokens of ``messages`` as the engine gets them, when the judge's tokenizer is at hand."""
+        if self.tokenizer is None:
+            return None
+        text = render(self.tokenizer, messages)
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     def stream(self, prompts: Sequence[Messages], params: SamplingParams,
                on_finish=None) -> Iterator[tuple[int, list[Completion]]]:

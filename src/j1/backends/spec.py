@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+ENDPOINTS = ("auto", "chat", "completions")
+
 
 @dataclass
 class BackendArgs:
@@ -23,6 +25,12 @@ class BackendArgs:
     concurrency: int = field(default=32, metadata={"help": "HTTP: most requests in flight."})
     timeout: float = field(default=120.0, metadata={"help": "HTTP: seconds per request."})
     max_retries: int = field(default=4, metadata={"help": "HTTP: retries of a failed request, with backoff."})
+    endpoint: str = field(
+        default="auto", metadata={"help": "HTTP: chat (/chat/completions; a prefill is continued with "
+                                  "continue_final_message, as vLLM and SGLang do), completions (/completions with the "
+                                  "prompt rendered by the judge's own chat template: the text a local judge reads, on "
+                                  "any engine; needs --judge) or auto (completions when --judge's tokenizer is on "
+                                  "this machine, else chat)."})
     batch_rows: int | None = field(
         default=None, metadata={"help": "Local: most sequences (prompts x samples) per batch. Default: by the "
                                 "device (32 on a CPU, 256 on a GPU)."})
@@ -41,10 +49,18 @@ class BackendArgs:
             raise ValueError(f"--timeout {self.timeout}: must be > 0 (seconds per request)")
         if self.max_retries < 0:
             raise ValueError(f"--max_retries {self.max_retries}: must be >= 0")
+        if self.endpoint not in ENDPOINTS:
+            raise ValueError(f"--endpoint {self.endpoint!r}: choose one of {', '.join(ENDPOINTS)}")
+        if self.endpoint == "completions" and not getattr(self, "judge", None):
+            raise ValueError("--endpoint completions renders the judge's prompt with its own chat template: name "
+                             "the judge with --judge")
 
     def backend_kwargs(self) -> dict:
+        """The backend's settings (``j1.backends.make_backend``; ``j1.api.load_judge`` takes the same)."""
         if self.base_url:
-            return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries)
+            # A judging spec's --max_context is the engine's context: answers are fitted into it.
+            return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries,
+                        endpoint=self.endpoint, max_context=getattr(self, "max_context", None))
         # A judging spec's --max_context bounds what the local judge accepts (j1.limits).
         return dict(max_batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
 

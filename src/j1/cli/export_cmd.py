@@ -1,5 +1,5 @@
-"""``j1 export judge SRC --out DIR [--merged]``: a trained judge as a new folder (``j1.judges.export_judge``),
-e.g. into src/j1/assets/judges/NAME to ship it in the package.
+"""``j1 export judge SRC --out DIR [--merged] [--gguf FILE]``: a trained judge as a folder PEFT, transformers and
+vLLM load, and as a GGUF file for llama.cpp (``j1.export.judge``), e.g. into src/j1/assets/judges/NAME to ship it.
 
 ``j1 export verl --pairs FILE --format F --out DIR``: training pairs as parquet in verl's RL dataset
 schema, so verl (the J1 paper's engine) trains a judge on the same prompts as ``j1 train``.
@@ -30,13 +30,14 @@ from pathlib import Path
 from j1.atomic import temp_file_beside
 from j1.cli.common import parse, removed_on_error, setup_logging
 from j1.cli.configs.export import ExportVerlConfig
-from j1.export_spec import ExportJudgeSpec
+from j1.export.spec import ExportJudgeSpec
 from j1.runinfo import RunFolder
 
 log = logging.getLogger(__name__)
 
 SUBCOMMANDS = {
-    "judge": "a trained judge as a new folder --model reads: its adapter, or --merged into its base",
+    "judge": "a trained judge as a folder PEFT and vLLM load (its adapter, or --merged into its base) and/or a "
+             "--gguf file for llama.cpp, with its judge.json and card",
     "verl": "pairs as parquet in verl's RL dataset schema (prompt, reward_model, extra_info)",
 }
 ABILITY = "judge"
@@ -147,10 +148,15 @@ def main(argv: Sequence[str]) -> int:
             rest = ["--model", *rest]
         cfg = parse(ExportJudgeSpec, rest, prog=prog)
         setup_logging()
-        from j1.judges import export_judge
+        from j1.export.judge import export_judge
 
-        record = export_judge(cfg.model, cfg.out, merged=cfg.merged, base=cfg.base)
-        sys.stdout.write(f"{cfg.out}: {record['kind']} judge from {cfg.model} (step {record['step']})\n")
+        record = export_judge(cfg.model, cfg.out, merged=cfg.merged, base=cfg.base, dtype=cfg.dtype, gguf=cfg.gguf,
+                              gguf_type=cfg.gguf_type)
+        if cfg.out:
+            sys.stdout.write(f"{cfg.out}: {record['kind']} judge from {cfg.model} (step {record['step']})\n")
+        if cfg.gguf:
+            g = record["gguf"]
+            sys.stdout.write(f"{cfg.gguf}: {g['qtype']} GGUF of {cfg.model}, {g['bytes'] / 1e6:.0f} MB\n")
         return 0
     cfg = parse(ExportVerlConfig, argv[1:], prog=prog)
     setup_logging()

@@ -5,11 +5,21 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from j1.cli.common import build_backend, check_hub_inputs, parse, setup_logging
 from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
-from j1.judge import Judgment, Sample, first_error, judge_pairs, judge_single, low_confidence, to_json
+from j1.judge import (
+    Judgment,
+    Sample,
+    first_error,
+    judge_pairs,
+    judge_single,
+    judgment_margin,
+    low_confidence,
+    to_json,
+)
 from j1.pairs import Order, Verdict
 
 
@@ -17,19 +27,27 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
     return judge_with_margin(cfg)[0]
 
 
+# Alternatives per token asked of an engine, to read a pav verdict's margin from its logprobs.
+MARGIN_LOGPROBS = 5
+
+
 def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
-    """The judgment, and for a local pav judge its verdict's log-odds margin for A (``j1.probe.pair_margins``:
-    a second pass over the pair, so only ``j1 judge`` reads it, not the reward server); None otherwise."""
+    """The judgment, and for a pav judge its verdict's log-odds margin for A: locally ``j1.probe.pair_margins``
+    (a second pass over the pair, so only ``j1 judge`` reads it, not the reward server); served, from the
+    engine's logprobs at the verdict token when it returns them; None otherwise."""
     fmt = get_format(cfg.format, cfg.template)
     backend = build_backend(cfg)
+    params = cfg.sampling_params()
+    if cfg.base_url and fmt.name == "pav":
+        params = replace(params, logprobs=MARGIN_LOGPROBS)
     try:
         a, b = cfg.response_a, cfg.response_b
         if cfg.truncate != "error":  # responses shortened to fit the judge's context (j1.limits)
             a, b = _fit(cfg, fmt, backend)
         if b is None:  # pointwise, one response
-            return judge_single(backend, fmt, cfg.prompt, a, cfg.sampling_params(), cfg.assistant_prefill), None
-        result = judge_pairs(backend, fmt, [(cfg.prompt, a, b)], cfg.sampling_params(), cfg.assistant_prefill)[0]
-        margin = None
+            return judge_single(backend, fmt, cfg.prompt, a, params, cfg.assistant_prefill), None
+        result = judge_pairs(backend, fmt, [(cfg.prompt, a, b)], params, cfg.assistant_prefill)[0]
+        margin = judgment_margin(result)
         if fmt.name == "pav" and hasattr(backend, "model"):
             from j1.probe import pair_margins
 
@@ -121,6 +139,7 @@ def main(argv: Sequence[str]) -> int:
         print(render_text(result))
         if extra:
             low = "low confidence" if extra["low_confidence"] else "confident"
-            print(f"margin: {margin:+.2f} (log-odds for A, both orders, as j1 probe reads them): {low} "
+            how = "from the engine's logprobs" if cfg.base_url else "as j1 probe reads them"
+            print(f"margin: {margin:+.2f} (log-odds for A, both orders, {how}): {low} "
                   f"(--min_margin {cfg.min_margin:g})")
     return 0

@@ -20,7 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("j1.cli.demo_cmd", "the whole J1 loop on shipped data: example, eval before, train, eval after, report"),
     "serve": ("j1.cli.serve_cmd", "serve a judge over HTTP: OpenRLHF's /get_reward and /v1/judge, requests batched"),
     "probe": ("j1.cli.probe_cmd", "read a judge without sampling: pav verdict log-odds in both orders, pos expected scores"),
-    "export": ("j1.cli.export_cmd", "training pairs for another engine: export verl writes verl RL-dataset parquet"),
+    "export": ("j1.cli.export_cmd", "export judge: a judge PEFT, vLLM and llama.cpp load (adapter, --merged, --gguf); "
+               "export verl: pairs as verl parquet"),
     "attack": ("j1.cli.attack_cmd", "how easily is a judge fooled: master keys, injected verdicts, padded answers"),
     "label": ("j1.cli.label_cmd", "unlabelled responses -> a TRL preference dataset, judged in both orders"),
     "consistency": ("j1.cli.consistency_cmd", "label-free consistency over K responses per prompt: IPI, TOV, cycles"),

@@ -110,8 +110,9 @@ def main(argv: Sequence[str]) -> int:
                      "or choose another --port (the judge was not loaded)")
     port = sock.getsockname()[1]
     try:
+        # --judge with --base-url: the served judge keeps its manifest, asked under cfg.model (its served name).
         judge = load_judge(
-            cfg.model, base_url=cfg.base_url,
+            cfg.judge or cfg.model, base_url=cfg.base_url, served_name=cfg.model if cfg.judge and cfg.base_url else None,
             api_key=os.environ.get(cfg.upstream_api_key_env) if cfg.base_url else None,
             **{k: getattr(cfg, k) for k in JUDGING_KEYS}, top_p=cfg.top_p, seed=cfg.seed, **cfg.backend_kwargs(),
         )

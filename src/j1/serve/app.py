@@ -306,6 +306,11 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             ok = [i for i, c in enumerate(checked) if isinstance(c, Fitted)]
             errors = [c for c in checked if isinstance(c, protocol.ItemError)]
             results = await judged(request, [checked[i].task for i in ok]) if ok else []
+            # An item the engine refused as over its context: that item's error, as a too-long one found here.
+            refused = {k for k, r in enumerate(results) if isinstance(r, ContextTooLong)}
+            errors += [protocol.ItemError(ok[k], results[k].code, f"item {ok[k]}: {results[k]}") for k in refused]
+            ok = [i for k, i in enumerate(ok) if k not in refused]
+            results = [r for k, r in enumerate(results) if k not in refused]
         for e in errors:
             metrics.error(e.code)
         rewards = None
@@ -327,9 +332,13 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         results = await judged(request, [checked[k].task for k in ok]) if ok else []
         judgments: list = [None] * len(pairs)
         for k, r in zip(ok, results, strict=True):
-            judgments[k] = r
+            if isinstance(r, ContextTooLong):  # refused by the engine: no vote, as a pair that does not fit
+                metrics.error(r.code)
+            else:
+                judgments[k] = r
         rewards = protocol.group_rewards(len(req.prompts), pairs, judgments)
-        logs = {**rewards.logs, "pair_error_rate": (len(pairs) - len(ok)) / len(pairs) if pairs else 0.0}
+        voted = sum(j is not None for j in judgments)
+        logs = {**rewards.logs, "pair_error_rate": (len(pairs) - voted) / len(pairs) if pairs else 0.0}
         return {"rewards": rewards.rewards, "scores": rewards.rewards, "extra_logs": logs, "errors": []}
 
     @app.post("/v1/judge")
@@ -340,6 +349,8 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             check_samples(req.samples)
             fitted = await asyncio.to_thread(fitter.fit, req)
             (result,) = await judged(request, [fitted.task])
+        if isinstance(result, ContextTooLong):
+            raise result  # the engine's context refused it: 413, as a too-long prompt found here
         out = to_json(result)
         if fitted.truncated:
             out["truncated"] = True  # judged on shortened responses (--truncate)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from j1.api import Judge
-from j1.backends import Messages
+from j1.backends import ContextTooLong, Messages
 from j1.chat import with_prefill
 from j1.judge import Judgment
 from j1.pairs import render_both
@@ -16,22 +16,35 @@ from j1.serve.protocol import Task
 __all__ = ["Task", "judge_prompts", "run_tasks"]
 
 
-def run_tasks(judge: Judge, tasks: Sequence[Task]) -> list[Judgment | dict]:
+def run_tasks(judge: Judge, tasks: Sequence[Task]) -> list[Judgment | dict | ContextTooLong]:
     """Judge ``tasks`` with one call per kind (pair or single) and sample count, through
-    ``Judge.compare_many``/``score_many`` (the code ``j1 judge`` runs); results in input order."""
+    ``Judge.compare_many``/``score_many`` (the code ``j1 judge`` runs); results in input order. A task an
+    engine refuses as over its context gets its ``ContextTooLong`` as its result: the batch's other tasks,
+    other clients' among them, are judged as usual."""
     groups: dict[tuple[bool, int | None], list[int]] = {}
     for i, t in enumerate(tasks):
         groups.setdefault((t.response_b is not None, t.samples), []).append(i)
-    out: list[Judgment | dict | None] = [None] * len(tasks)
+    out: list[Judgment | dict | ContextTooLong | None] = [None] * len(tasks)
     for (pair, samples), idx in groups.items():
-        if pair:
-            results = judge.compare_many([(tasks[i].prompt, tasks[i].response_a, tasks[i].response_b) for i in idx],
-                                         samples)
-        else:
-            results = judge.score_many([(tasks[i].prompt, tasks[i].response_a) for i in idx], samples)
+        try:
+            results = _judge_group(judge, [tasks[i] for i in idx], pair, samples)
+        except ContextTooLong:
+            # Which task was too long is the engine's knowledge: ask again one task at a time.
+            results = []
+            for i in idx:
+                try:
+                    results.extend(_judge_group(judge, [tasks[i]], pair, samples))
+                except ContextTooLong as exc:
+                    results.append(exc)
         for i, r in zip(idx, results, strict=True):
             out[i] = r
     return out  # type: ignore[return-value]
+
+
+def _judge_group(judge: Judge, tasks: Sequence[Task], pair: bool, samples: int | None) -> list:
+    if pair:
+        return judge.compare_many([(t.prompt, t.response_a, t.response_b) for t in tasks], samples)
+    return judge.score_many([(t.prompt, t.response_a) for t in tasks], samples)
 
 
 def judge_prompts(judge: Judge, task: Task) -> list[Messages]:
