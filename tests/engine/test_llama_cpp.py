@@ -70,7 +70,7 @@ def test_llama_cpp_reads_the_tokens_j1_reads(judge_gguf):
 
 def test_the_trip_agrees_with_the_local_judge(engine_url, tmp_path, capsys):
     """export --gguf -> llama.cpp -> j1 eval --base-url --judge j1-135m, greedy, on 40 held-out pairs: the
-    verdicts of at least 95% of the 80 judged orders are the local judge's (fp32 here, Q8_0 weights there)."""
+    verdicts of at least 95% of the 80 judged orders are the local judge's (fp32 here, the F16 export there)."""
     common = ["eval", "--benchmark", "generic", "--data", str(HELDOUT), "--limit", str(TRIP_PAIRS), "--no_progress"]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
     assert main([*common, "--base-url", engine_url, "--judge", "j1-135m", "--concurrency", "2",

@@ -3,7 +3,8 @@
 Written with the ``gguf`` package, for Llama-architecture models (``LlamaForCausalLM``: SmolLM2, which j1
 embeds, and the Llama 3 family of the paper's judges):
 
-- the weights: F16, or Q8_0 (8-bit blocks of 32 with one scale each); norms stay F32;
+- the weights: F16, or Q8_0 (8-bit blocks of 32 with one scale each; half the size, and its rounding moves
+  the verdicts that were close); norms stay F32;
 - the query and key projections permuted from transformers' rotary layout (the two halves of each head)
   to GGML's (adjacent pairs), as llama.cpp's own converter does; Llama 3.1 rope scaling as its
   ``rope_freqs`` factors;
@@ -31,7 +32,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 ARCHITECTURES = {"LlamaForCausalLM": "llama"}
-QTYPES = ("Q8_0", "F16")
+QTYPES = ("F16", "Q8_0")
 
 # transformers' names of one Llama block's weights -> GGUF's (``blk.N.`` prefix added).
 _BLOCK = {
@@ -238,13 +239,13 @@ def check_supported(config) -> str:
                            "convert a --merged export with llama.cpp's convert_hf_to_gguf.py")
 
 
-def write_gguf(model, tokenizer, out: str | os.PathLike, *, qtype: str = "Q8_0", name: str | None = None,
+def write_gguf(model, tokenizer, out: str | os.PathLike, *, qtype: str = "F16", name: str | None = None,
                extra: Mapping[str, str] | None = None) -> dict:
     """Write ``model`` (a transformers Llama, adapters merged) and its ``tokenizer`` to the GGUF file
     ``out``, through a temp file renamed into place.
 
     Args:
-        qtype: ``Q8_0`` (about 1 byte a weight) or ``F16``.
+        qtype: ``F16`` or ``Q8_0`` (about 1 byte a weight; its rounding moves a few close verdicts).
         name: the model's name in the file (``general.name``).
         extra: string metadata to keep in the file (j1 keeps the judge's manifest there).
 

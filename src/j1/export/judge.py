@@ -118,7 +118,7 @@ def _generation_config(lm, manifest: Manifest):
 
 
 def export_judge(model: str, out: str | os.PathLike | None = None, *, merged: bool = False, base: str | None = None,
-                 dtype: str = "auto", gguf: str | os.PathLike | None = None, gguf_type: str = "Q8_0") -> dict:
+                 dtype: str = "auto", gguf: str | os.PathLike | None = None, gguf_type: str = "F16") -> dict:
     """Write the judge ``model`` (a shipped name, or a folder with ``judge.json``: a ``j1 train`` run's
     ``final/`` or ``checkpoint-N/``, a ``j1 warmup`` output) to the new folder ``out`` and/or the GGUF file
     ``gguf`` (see the module docstring).

@@ -49,7 +49,8 @@ class ExportJudgeSpec:
                   "architecture judges (SmolLM2, Llama 3)."},
     )
     gguf_type: str = field(
-        default="Q8_0", metadata={"help": f"GGUF weights: {' or '.join(QTYPES)} (Q8_0: about 1 byte a weight)."})
+        default="F16", metadata={"help": "GGUF weights: F16 (the judge's weights to half precision: it judges as "
+                                 "trained) or Q8_0 (about half the size; 8-bit rounding moves a few close verdicts)."})
 
     def __post_init__(self) -> None:
         if not self.model or not (self.out or self.gguf):
