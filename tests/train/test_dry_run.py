@@ -78,6 +78,31 @@ def test_dry_run_catches_a_broken_recipe(capsys, flags, message):
     assert rc == 2 and message in err and "Traceback" not in err and not out
 
 
+def test_dry_run_names_an_overlong_prompt_and_the_limit(capsys, tmp_path):
+    # The shipped pairs plus one whose rejected answer is a pasted document: prompt + 4096 > 8192.
+    import json
+
+    data = tmp_path / "pairs.jsonl"
+    rows = [json.loads(line) for line in Path(DATA).read_text().splitlines() if line.strip()]
+    rows.append({**rows[0], "id": "pasted-document", "rejected": " ".join(["lorem ipsum dolor"] * 3000)})
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = REPO / "configs/train/pav_llama31_8b_gpu.yaml"
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", str(data))
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("prompt limit"))
+    assert "4096 tokens (vllm_max_model_length 8192 - max_completion_length 4096)" in line
+    assert "1 of 461 units over it, dropped; the longest, pair pasted-document in order" in line
+    tokens = int(line.split(" has ")[1].split()[0])
+    assert tokens > 4096
+    assert f"{len(rows)} pairs -> 460 units" in out
+    # the server recipe reads its server's --max_model_len from the same key; a shorter one drops more
+    rc, out, err = _dry_run(capsys, "--config", str(REPO / "configs/train/pav_llama31_8b_server_gpu.yaml"),
+                            "--train_file", str(data), "--vllm_max_model_length", "4500")
+    assert rc == 0, err
+    assert "404 tokens (vllm_max_model_length 4500 - max_completion_length 4096)" in out
+    assert "units over it, dropped" in out
+
+
 def test_launch_on_another_world_size_stops(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("WORLD_SIZE", "1")  # what accelerate launch / torchrun set (1: no process group here)
     rc = main(["train", "--config", str(REPO / "configs/train/j1_135m_cpu.yaml"), "--train_file", DATA,

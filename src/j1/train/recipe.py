@@ -138,12 +138,14 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
         (trainer, info) with info = data counts and the resolved model path.
     """
     from datasets import Dataset
+    from transformers import AutoConfig
 
     from j1.device import describe
+    from j1.limits import config_context
     from j1.models import load_tokenizer, resolve_model
     from j1.rewards import make_reward_funcs
     from j1.train.callbacks import JsonlLogCallback, TimedSaveCallback, TimeLimitCallback
-    from j1.train.data import build_rows, load_pairs
+    from j1.train.data import build_rows, dropped_message, engine_context, load_pairs, prompt_cap
     from j1.train.trl_grpo import J1GRPOTrainer
 
     pairs = load_pairs(j1cfg.train_file, pair_seed=j1cfg.pair_seed)  # bad data fails before a model loads
@@ -151,10 +153,17 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
     tokenizer = load_tokenizer(path)
     if j1cfg.max_pairs is not None:
         pairs = pairs[: j1cfg.max_pairs]
+    # Prompts that would leave their rollouts less than max_completion_length are dropped here, counted
+    # with the recipe's own tokenizer (issue 52): the engine would cut or fail them mid-run.
+    context = engine_context(grpo_args.use_vllm, grpo_args.vllm_max_model_length,
+                             config_context(AutoConfig.from_pretrained(path)))
+    cap, cap_from = prompt_cap(j1cfg.max_prompt_tokens, *context, grpo_args.max_completion_length)
     rows, counts = build_rows(
-        pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens,
+        pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cap, cap_from=cap_from,
         template=j1cfg.template, prefill=j1cfg.assistant_prefill,
     )
+    if dropped_message(counts):
+        log.warning(dropped_message(counts))
     log.info("training rows: %s", counts)
     funcs, weights = make_reward_funcs(
         j1cfg.formulation, consistency=j1cfg.consistency, w_correct=j1cfg.correctness_weight,

@@ -71,7 +71,11 @@ class TrainSpec:
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
-        default=None, metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets)."}
+        default=None,
+        metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets). Pairs whose prompt "
+                  "plus max_completion_length exceeds the engine's context (vllm_max_model_length under vLLM, "
+                  "else the model's) are dropped in any case, counted with the model's tokenizer: the log, "
+                  "run.json (data) and --dry_run name how many and the longest."},
     )
     share_prompt_prefix: str = field(
         default="auto",
