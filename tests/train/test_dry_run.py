@@ -152,3 +152,36 @@ def test_memory_activations_logits_vllm_and_lora():
     assert est["activations (checkpointed)"] == pytest.approx(16, rel=1e-3)
     assert est["logits of a micro-batch"] == pytest.approx(16, rel=1e-3)
     assert (est["gradients"], est["optimizer"], est["reference model"], est["vLLM (colocated)"]) == (0, 0, 0, 40)
+
+
+def test_dry_run_flags_the_lora_sync_gather_that_runs_out(capsys):
+    # TRL merges a LoRA adapter into ZeRO-3 weights gathered all at once before each vLLM sync:
+    # 70,553,706,496 parameters x 2 bytes = 131.4 GiB on every GPU, over an 80 GB GPU.
+    recipe = REPO / "configs/train/pav_llama33_70b_gpu.yaml"
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA, "--use_peft", "true")
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("memory at weight sync"))
+    assert "131.4 gathered (the LoRA weight sync gathers every ZeRO-3 parameter at once" in line
+    assert "this runs out of memory" in line
+    # the recipe as shipped (a full fine-tune) gathers one parameter at a time: the 128256 x 8192
+    # embedding, 2.0 GiB, and fits
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA)
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("memory at weight sync"))
+    assert "2.0 gathered (the weight sync gathers one parameter at a time)" in line
+    assert "runs out" not in line
+
+
+@pytest.mark.parametrize("stage, peft, vllm, gather, expected", [
+    # SHAPE: 4 Gi parameters -> 8 GiB whole; its 1000 x 100 embedding, 2e5 bytes
+    (3, True, "colocate", True, 8.0),
+    (3, True, "server", True, 8.0),
+    (3, False, "colocate", True, 1000 * 100 * 2 / GIB),
+    (3, False, None, True, 8.0),   # transformers generation: ds3_gather_for_generation
+    (3, False, None, False, 0.0),
+    (2, True, "colocate", True, 0.0),  # weights not sharded: nothing to gather
+])
+def test_gather_gib(stage, peft, vllm, gather, expected):
+    from j1.train.dry_run import gather_gib
+
+    got, why = gather_gib(SHAPE, zero_stage=stage, use_peft=peft, vllm_mode=vllm, gather_for_generation=gather)
+    assert got == pytest.approx(expected) and (why is None) == (expected == 0.0)
