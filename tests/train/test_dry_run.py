@@ -185,3 +185,19 @@ def test_gather_gib(stage, peft, vllm, gather, expected):
 
     got, why = gather_gib(SHAPE, zero_stage=stage, use_peft=peft, vllm_mode=vllm, gather_for_generation=gather)
     assert got == pytest.approx(expected) and (why is None) == (expected == 0.0)
+
+
+@pytest.mark.parametrize("recipe", GPU_RECIPES, ids=lambda p: p.stem)
+def test_gpu_recipe_states_its_choices(recipe):
+    """Each GPU recipe names its importance-sampling correction and its KL setting, the engine's context
+    its prompts are checked against, and a signal grace period that its launch lines give torchrun."""
+    import re
+
+    text = recipe.read_text()
+    declared = yaml.safe_load(text)
+    assert declared["importance_sampling"] == "none"  # the paper's
+    assert "beta" in declared and re.search(r"^# KL: ", text, re.M)
+    assert declared["vllm_max_model_length"] == 8192
+    launches = re.findall(r"^#.*accelerate launch", text, re.M)
+    assert launches and all(f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={declared['signal_grace_seconds']} " in ln
+                            for ln in launches)

@@ -103,7 +103,8 @@ class TrainSpec:
     init_adapter: str | None = field(
         default=None,
         metadata={"help": "With --use_peft: start the LoRA from this adapter (a judge folder or a shipped judge's "
-                  "name, e.g. j1-135m) instead of from zero; its LoRA settings must match this run's."},
+                  "name, e.g. j1-135m) instead of from zero; its LoRA settings must match this run's. With beta > 0 "
+                  "the KL term is measured against this starting adapter (a frozen copy)."},
     )
     max_minutes: float | None = field(
         default=None,
