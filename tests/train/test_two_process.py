@@ -103,10 +103,23 @@ def _launch(tiny_model, pairs, out, *extra, skew="", grace=None, popen=False, ti
            "J1_TEST_SKEW": skew}
     if grace is not None:
         env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = str(grace)
+    # A session of its own: a test that gives up kills the launcher and its workers together.
+    proc = subprocess.Popen(cmd, cwd=out.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     if popen:
-        return subprocess.Popen(cmd, cwd=out.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True)
-    return subprocess.run(cmd, cwd=out.parent, env=env, capture_output=True, text=True, timeout=timeout)
+        return proc
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    finally:
+        _kill_group(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, "", err)
+
+
+def _kill_group(proc) -> None:
+    """SIGKILL what is left of a launch (the launcher and its workers), if anything is."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _rows(path: Path) -> list[dict]:
@@ -131,7 +144,7 @@ def _saved_by_both(checkpoint: Path) -> bool:
     return (checkpoint / "rng_state_0.pth").exists() and (checkpoint / "rng_state_1.pth").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # two launches: 40 s alone, over 90 s on a busy machine
 def test_a_signal_to_one_process_stops_both_and_latest_is_rank_0s(tiny_model, tmp_path):
     """SIGTERM to rank 1 alone: both stop at the same step and save it together (before, rank 1 left
     and rank 0 waited in the next collective). Then a resume from ``latest`` where rank 1's storage
@@ -153,9 +166,7 @@ def test_a_signal_to_one_process_stops_both_and_latest_is_rank_0s(tiny_model, tm
         worker.send_signal(signal.SIGTERM)
         proc.wait(timeout=180)  # before issue 52: rank 0 waited forever for rank 1
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill_group(proc)
         err = proc.stderr.read()
         proc.stderr.close()
     assert proc.returncode != 0 and "stopped by SIGTERM at step" in err, err[-3000:]
@@ -177,7 +188,6 @@ def test_a_signal_to_one_process_stops_both_and_latest_is_rank_0s(tiny_model, tm
         assert [r["step"] for r in _rows(out / f"reward_trace-{rank}.jsonl")] == list(range(step + 1)), rank
 
 
-@pytest.mark.slow
 def test_skewed_clocks_stop_and_save_both_processes_alike(tiny_model, tmp_path):
     """Rank 1's clock runs 50x fast: by it, every step is past --save_minutes and the time box ends
     after a few steps, while rank 0 sees neither. Both save at the same steps and stop at the same
@@ -199,3 +209,39 @@ def test_skewed_clocks_stop_and_save_both_processes_alike(tiny_model, tmp_path):
     assert saved == list(range(1, step + 1))  # every step saved, as rank 1's clock asked
     assert all(_saved_by_both(out / f"checkpoint-{k}") for k in saved)
     assert (out / "final" / "judge.json").exists()
+
+
+@pytest.mark.slow  # ~35 s alone, but it times micro-steps against an 8 s timeout: not beside other tests
+def test_sigterm_to_torchrun_saves_within_its_shutdown_timeout(tiny_model, tmp_path):
+    """torchrun forwards a SIGTERM to its workers and SIGKILLs them TORCH_ELASTIC_SHUTDOWN_TIMEOUT seconds
+    later. A step here is 8 micro-steps (~20 s on 2 shared cores), the timeout 8 s, and the signal comes
+    as a step begins: finishing the step would be killed (as before issue 52: no checkpoint, run.json
+    left running). j1 stops at the next micro-step and saves the optimizer steps done, before the kill."""
+    from tiny import write_pairs
+
+    pairs = write_pairs(tmp_path / "pairs.jsonl", n=64)
+    out = tmp_path / "run"
+    proc = _launch(tiny_model, pairs, out, "--max_steps", "50", "--save_steps", "1000",
+                   "--gradient_accumulation_steps", "8", grace=8, popen=True)
+    try:
+        deadline = time.time() + 300
+        while not (out / "progress.json").exists() or json.loads((out / "progress.json").read_text())["global_step"] < 1:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.time() < deadline, "the run made no progress"
+            time.sleep(0.05)
+        signalled = time.time()
+        proc.send_signal(signal.SIGTERM)  # to the launcher: torchrun's agent runs in it
+        proc.wait(timeout=120)
+        took = time.time() - signalled
+    finally:
+        _kill_group(proc)
+        err = proc.stderr.read()
+        proc.stderr.close()
+    assert "forcefully exiting" not in err, err[-3000:]  # torchrun had to SIGKILL a worker
+    assert "stopping mid-step" in err and "stopped by SIGTERM at step" in err, err[-3000:]
+    assert took < 8 + 5, took
+    run = json.loads((out / "run.json").read_text())
+    step = run["global_step"]
+    assert run["status"] == "interrupted" and run["signal"] == "SIGTERM" and step >= 1
+    assert _saved_by_both(out / f"checkpoint-{step}")
+    assert json.loads((out / f"checkpoint-{step}" / "trainer_state.json").read_text())["global_step"] == step
