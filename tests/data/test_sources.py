@@ -165,5 +165,5 @@ def test_chat_prompts_over_max_words_are_skipped(tmp_path, caplog):
     assert "1 prompts over 1000 words skipped" in caplog.text
     assert len(load_chat_prompts(str(path))) == 3  # unset: all kept
     assert [p.prompt for p in load_chat_prompts(str(path), max_words=1000, limit=1)] == ["Write a haiku about the sea."]
-    with pytest.raises(RowError, match="only empty or overlong prompts"):
+    with pytest.raises(RowError, match=r"only empty prompts or prompts over 2 words \(--max-prompt-words\)"):
         load_chat_prompts(str(path), max_words=2)

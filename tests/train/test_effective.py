@@ -116,3 +116,17 @@ def test_a_lora_judge_saved_the_deepspeed_way_names_its_base(tiny_model, pair_fi
     final = out / "final"
     assert (final / "adapter_config.json").exists() and not (final / "model.safetensors").exists()
     assert json.loads((final / "judge.json").read_text())["base_model"] == os.path.relpath(tiny_model, final)
+
+
+def test_a_grace_longer_than_torchruns_timeout_stops_at_start(pair_file, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "test")  # as torchrun sets it in its workers
+    monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--train_file", str(pair_file), "--output_dir", str(tmp_path / "run"),
+              "--signal_grace_seconds", "600", *CPU_FLAGS])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("j1 train: error: --signal_grace_seconds 600: torchrun kills the processes 30 s after a "
+                       "signal (TORCH_ELASTIC_SHUTDOWN_TIMEOUT unset: its default); launch with "
+                       "TORCH_ELASTIC_SHUTDOWN_TIMEOUT=600")
+    assert not (tmp_path / "run").exists()

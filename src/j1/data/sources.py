@@ -246,5 +246,6 @@ def load_chat_prompts(
     if too_long:
         log.warning("source %s: %d prompts over %d words skipped (--max-prompt-words)", source, too_long, max_words)
     if not problems:
-        raise RowError(f"source {source}: no prompts (it has no rows, or only empty or overlong prompts)")
+        over = f" or prompts over {max_words} words (--max-prompt-words)" if too_long else ""
+        raise RowError(f"source {source}: no prompts (it has no rows, or only empty prompts{over})")
     return list(problems.values())
