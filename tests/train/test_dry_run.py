@@ -78,6 +78,31 @@ def test_dry_run_catches_a_broken_recipe(capsys, flags, message):
     assert rc == 2 and message in err and "Traceback" not in err and not out
 
 
+def test_dry_run_names_an_overlong_prompt_and_the_limit(capsys, tmp_path):
+    # The shipped pairs plus one whose rejected answer is a pasted document: prompt + 4096 > 8192.
+    import json
+
+    data = tmp_path / "pairs.jsonl"
+    rows = [json.loads(line) for line in Path(DATA).read_text().splitlines() if line.strip()]
+    rows.append({**rows[0], "id": "pasted-document", "rejected": " ".join(["lorem ipsum dolor"] * 3000)})
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = REPO / "configs/train/pav_llama31_8b_gpu.yaml"
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", str(data))
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("prompt limit"))
+    assert "4096 tokens (vllm_max_model_length 8192 - max_completion_length 4096)" in line
+    assert "1 of 461 units over it, dropped; the longest, pair pasted-document in order" in line
+    tokens = int(line.split(" has ")[1].split()[0])
+    assert tokens > 4096
+    assert f"{len(rows)} pairs -> 460 units" in out
+    # the server recipe reads its server's --max_model_len from the same key; a shorter one drops more
+    rc, out, err = _dry_run(capsys, "--config", str(REPO / "configs/train/pav_llama31_8b_server_gpu.yaml"),
+                            "--train_file", str(data), "--vllm_max_model_length", "4500")
+    assert rc == 0, err
+    assert "404 tokens (vllm_max_model_length 4500 - max_completion_length 4096)" in out
+    assert "units over it, dropped" in out
+
+
 def test_launch_on_another_world_size_stops(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("WORLD_SIZE", "1")  # what accelerate launch / torchrun set (1: no process group here)
     rc = main(["train", "--config", str(REPO / "configs/train/j1_135m_cpu.yaml"), "--train_file", DATA,
@@ -127,3 +152,52 @@ def test_memory_activations_logits_vllm_and_lora():
     assert est["activations (checkpointed)"] == pytest.approx(16, rel=1e-3)
     assert est["logits of a micro-batch"] == pytest.approx(16, rel=1e-3)
     assert (est["gradients"], est["optimizer"], est["reference model"], est["vLLM (colocated)"]) == (0, 0, 0, 40)
+
+
+def test_dry_run_flags_the_lora_sync_gather_that_runs_out(capsys):
+    # TRL merges a LoRA adapter into ZeRO-3 weights gathered all at once before each vLLM sync:
+    # 70,553,706,496 parameters x 2 bytes = 131.4 GiB on every GPU, over an 80 GB GPU.
+    recipe = REPO / "configs/train/pav_llama33_70b_gpu.yaml"
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA, "--use_peft", "true")
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("memory at weight sync"))
+    assert "131.4 gathered (the LoRA weight sync gathers every ZeRO-3 parameter at once" in line
+    assert "this runs out of memory" in line
+    # the recipe as shipped (a full fine-tune) gathers one parameter at a time: the 128256 x 8192
+    # embedding, 2.0 GiB, and fits
+    rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA)
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("memory at weight sync"))
+    assert "2.0 gathered (the weight sync gathers one parameter at a time)" in line
+    assert "runs out" not in line
+
+
+@pytest.mark.parametrize("stage, peft, vllm, gather, expected", [
+    # SHAPE: 4 Gi parameters -> 8 GiB whole; its 1000 x 100 embedding, 2e5 bytes
+    (3, True, "colocate", True, 8.0),
+    (3, True, "server", True, 8.0),
+    (3, False, "colocate", True, 1000 * 100 * 2 / GIB),
+    (3, False, None, True, 8.0),   # transformers generation: ds3_gather_for_generation
+    (3, False, None, False, 0.0),
+    (2, True, "colocate", True, 0.0),  # weights not sharded: nothing to gather
+])
+def test_gather_gib(stage, peft, vllm, gather, expected):
+    from j1.train.dry_run import gather_gib
+
+    got, why = gather_gib(SHAPE, zero_stage=stage, use_peft=peft, vllm_mode=vllm, gather_for_generation=gather)
+    assert got == pytest.approx(expected) and (why is None) == (expected == 0.0)
+
+
+@pytest.mark.parametrize("recipe", GPU_RECIPES, ids=lambda p: p.stem)
+def test_gpu_recipe_states_its_choices(recipe):
+    """Each GPU recipe names its importance-sampling correction and its KL setting, the engine's context
+    its prompts are checked against, and a signal grace period that its launch lines give torchrun."""
+    import re
+
+    text = recipe.read_text()
+    declared = yaml.safe_load(text)
+    assert declared["importance_sampling"] == "none"  # the paper's
+    assert "beta" in declared and re.search(r"^# KL: ", text, re.M)
+    assert declared["vllm_max_model_length"] == 8192
+    launches = re.findall(r"^#.*accelerate launch", text, re.M)
+    assert launches and all(f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={declared['signal_grace_seconds']} " in ln
+                            for ln in launches)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import CPU_FLAGS
@@ -197,23 +198,85 @@ def test_time_based_checkpoints_are_pruned_by_save_total_limit(tiny_model, pair_
     assert held["global_step"] == STEPS and held["trained_seconds"] > 0
 
 
-def test_timed_save_fires_minutes_after_the_last_save(monkeypatch):
-    from transformers import TrainerControl
+ARGS = SimpleNamespace(device="cpu", gradient_accumulation_steps=4, output_dir="/nonexistent")
 
-    from j1.train import callbacks
+
+def test_timed_save_fires_minutes_after_the_last_save(monkeypatch):
+    from transformers import TrainerControl, TrainerState
+
+    from j1.train import stopping
 
     now = [0.0]
-    monkeypatch.setattr(callbacks.time, "monotonic", lambda: now[0])
-    cb = callbacks.TimedSaveCallback(minutes=1.0)
-    cb.on_train_begin(None, None, TrainerControl())
+    monkeypatch.setattr(stopping.time, "monotonic", lambda: now[0])
+    cb = stopping.StopAndSaveCallback(save_minutes=1.0)
+    cb.on_train_begin(ARGS, TrainerState(), TrainerControl())
     fired = []
     for t in (30.0, 59.0, 61.0, 100.0, 120.0, 122.0):  # a save at 61 s restarts the count: the next at 122 s
         now[0] = t
-        control = cb.on_step_end(None, None, TrainerControl())
+        control = cb.on_step_end(ARGS, TrainerState(), TrainerControl())
         fired.append(control.should_save)
         if control.should_save:
-            cb.on_save(None, None, control)
+            cb.on_save(ARGS, TrainerState(), control)
+    cb.close()
     assert fired == [False, False, True, False, False, True]
+
+
+def _signalled(monkeypatch, grace, micro_steps, save_took=None):
+    """A StopAndSaveCallback that got SIGTERM at t=100 s, after a whole step of 4 micro-steps of
+    ``micro_steps[0..3]`` seconds; returns (at which micro-step of the next step it stopped, control)."""
+    import signal
+
+    from transformers import TrainerControl, TrainerState
+
+    from j1.train import stopping
+
+    now = [0.0]
+    monkeypatch.setattr(stopping.time, "monotonic", lambda: now[0])
+    cb = stopping.StopAndSaveCallback(grace_seconds=grace)
+    state = TrainerState()
+    cb.on_train_begin(ARGS, state, TrainerControl())
+    cb.close()  # the handlers are not needed: the signal is delivered by hand below
+    for k, d in enumerate(micro_steps):  # the whole step before the signal
+        now[0] += d
+        (cb.on_step_end if k == 3 else cb.on_substep_end)(ARGS, state, TrainerControl())
+    state.global_step = 1
+    if save_took is not None:
+        cb._save_took = save_took
+    now[0] = 100.0
+    cb._handle(signal.SIGTERM, None)
+    for k, d in enumerate(micro_steps):
+        now[0] += d
+        if k == 3:
+            return 4, cb.on_step_end(ARGS, state, TrainerControl())
+        control = cb.on_substep_end(ARGS, state, TrainerControl())
+        if control.should_training_stop:
+            return k + 1, control
+    raise AssertionError("never stopped")
+
+
+@pytest.mark.parametrize("grace, save_took, stops_at", [
+    # micro-steps of 30 (it generates), 10, 10, 10 s; the signal at t=100. After micro-step 1 (t=130)
+    # the step ends at 160 (as the last step took: 10 + 10 + 10), then the save.
+    (None, None, 4),   # no grace: at the end of the step
+    (90, 5.0, 4),      # 160 + 5 <= 100 + 90: finish the step
+    (70, 5.0, 4),      # 165 <= 170, just
+    (60, 5.0, 1),      # 165 > 160: stop at t=130
+    (90, None, 1),     # untimed save: half the grace (45) is kept for it: 160 + 45 > 190
+])
+def test_a_signal_stops_where_the_save_fits_the_grace(monkeypatch, grace, save_took, stops_at):
+    at, control = _signalled(monkeypatch, grace, [30.0, 10.0, 10.0, 10.0], save_took)
+    assert at == stops_at and control.should_training_stop
+    # mid-step: checkpoint-1 is not in output_dir, so the steps done are saved
+    assert control.should_save
+
+
+def test_step_seconds_left_and_must_stop_now():
+    from j1.train.stopping import must_stop_now, step_seconds_left
+
+    assert step_seconds_left(1, 4, [30.0], [30.0, 10.0, 12.0, 14.0]) == 36.0  # the last step's micro-steps 2-4
+    assert step_seconds_left(2, 4, [30.0, 10.0], []) == 20.0  # first step: this step's pace after generation
+    assert step_seconds_left(1, 4, [30.0], []) == 90.0  # only the generating micro-step seen: its pace
+    assert must_stop_now(0.0, 10.0, 5.0, 5.0) is False and must_stop_now(0.0, 10.0, 5.0, 5.1) is True
 
 
 @pytest.mark.parametrize("previous, progress, checkpoint, want", [

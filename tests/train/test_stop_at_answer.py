@@ -4,6 +4,7 @@ and the tokens before its opening tag leave it too (``mask_outside_answer`` with
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 
 import pytest
@@ -211,3 +212,81 @@ def test_train_with_couple_advantages(tiny_model, pair_file, tmp_path, capsys):
         with pytest.raises(SystemExit):
             main(["train", "--train_file", str(pair_file), "--output_dir", str(out), *flag])
         assert flag[0] in capsys.readouterr().err
+
+
+# --- issue 52: the answer-span loss is normalised by the tokens it trains -------------------------
+
+# SmolLM2's tokenizer (the tiny model's) splits the pieces as: thought A 15 tokens ("<", "think", ">",
+# "The", " first", ..., "</", "think", ">", "\n"), thought B 13, an answer "<answer>[[X]]</answer>" 9
+# ("<", "answer", ">", "[[", "X", "]]", "</", "answer", ">"), an unclosed thought 7.
+THOUGHT_A = "<think>The first response adds the numbers right.</think>\n"
+THOUGHT_B = "<think>B is off by one.</think>\n"
+UNCLOSED = "<think>I cannot tell which"
+
+
+@pytest.fixture
+def answer_span_trainer(tiny_model, pair_file, tmp_path):
+    from j1.cli.train_cmd import parse_train
+    from j1.train.recipe import build_trainer
+
+    j1cfg, grpo, model = parse_train([
+        "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(tmp_path / "run"),
+        "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "32",
+        "--loss_span", "answer", "--beta", "0", *CPU_FLAGS])
+    trainer, _ = build_trainer(j1cfg, grpo, model)
+    return trainer
+
+
+def _rollouts(tok, pieces):
+    """TRL's output for rollouts made of separately tokenized pieces (so each piece starts a token)."""
+    rows = [[i for p in row for i in tok(p, add_special_tokens=False).input_ids] for row in pieces]
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), tok.pad_token_id)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)], mask[i, : len(r)] = torch.tensor(r), 1
+    prompt = torch.tensor([tok("Which is better?", add_special_tokens=False).input_ids] * len(rows))
+    return {"prompt_ids": prompt, "prompt_mask": torch.ones_like(prompt), "completion_ids": ids,
+            "completion_mask": mask, "num_items_in_batch": mask.sum()}  # TRL's count: every token
+
+
+def test_answer_span_loss_gradient_is_minus_advantage_over_the_trained_tokens(answer_span_trainer, monkeypatch):
+    trainer = answer_span_trainer
+    tok = trainer.processing_class
+    output = _rollouts(tok, [[THOUGHT_A, "<answer>[[A]]</answer>"], [THOUGHT_B, "<answer>[[B]]</answer>"],
+                             ["<answer>[[A]]</answer>"], [UNCLOSED]])
+    assert output["completion_mask"].sum(dim=1).tolist() == [24, 22, 9, 7]  # TRL counts 62 tokens
+    output["advantages"] = torch.tensor([1.0, -1.0, 0.5, -0.5])
+    trainer._mask_outside_answer([{"judge_format": "pav"}] * 4, output)
+    # Trained: each answer's 9 tokens, and all 7 of the unclosed thought (an invalid rollout) = 34.
+    assert int(output["num_items_in_batch"]) == 9 + 9 + 9 + 7
+
+    # The policy's log-probs as a leaf: with old = current (one pass per generation) every ratio is 1,
+    # so the dapo loss is -sum(A_i over trained tokens) / 34 and its gradient -A_i / 34 per trained token.
+    logps = torch.zeros(output["completion_ids"].shape, requires_grad=True)
+    monkeypatch.setattr(trainer, "_get_per_token_logps_and_entropies",
+                        lambda *a, **k: (logps, torch.zeros_like(logps), None))
+    trainer.current_gradient_accumulation_steps = 1
+    trainer.model.train()
+    trainer._compute_loss(trainer.model, output).backward()
+    want = torch.zeros_like(logps)
+    for row, (start, end, adv) in enumerate([(15, 24, 1.0), (13, 22, -1.0), (0, 9, 0.5), (0, 7, -0.5)]):
+        want[row, start:end] = -adv / 34
+    assert torch.allclose(logps.grad, want, atol=1e-7), logps.grad  # TRL's count alone gave -A / 62
+
+
+def test_answer_span_importance_ratio_is_the_answers(answer_span_trainer):
+    """vLLM's sequence ratio over the answer only: the thought is context, as in the loss."""
+    trainer = answer_span_trainer
+    tok = trainer.processing_class
+    output = _rollouts(tok, [[THOUGHT_A, "<answer>[[A]]</answer>"], [UNCLOSED]])
+    old = torch.zeros(output["completion_ids"].shape)
+    sampling = torch.full_like(old, -0.5)  # vLLM's numbers 0.5 below the trainer's on the thought ...
+    sampling[0, 15:24] = 0.0  # ... and equal on the answer
+    sampling[1] = -0.1
+    output.update(old_per_token_logps=old, sampling_per_token_logps=sampling, importance_sampling_ratio=None)
+    trainer.vllm_importance_sampling_mode = "sequence_mask"  # TRL's default, bound 3
+    trainer._mask_outside_answer([{"judge_format": "pav"}] * 2, output)
+    # Row 0: e^0 = 1 over its answer (over all 24 tokens it was e^(15 x 0.5) = e^7.5 > 3: dropped).
+    # Row 1, unclosed, trains all 7 tokens: e^(7 x 0.1) = e^0.7.
+    assert output["importance_sampling_ratio"].squeeze(1).tolist() == pytest.approx([1.0, math.exp(0.7)])

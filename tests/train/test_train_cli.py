@@ -84,11 +84,20 @@ def test_init_adapter_starts_the_lora_from_a_trained_judge(tiny_model, pair_file
     save_file(trained, saved)
     # a learning rate of zero keeps the starting LoRA: the saved adapter is the one it started from
     again = tmp_path / "again"
-    assert _train(tiny_model, pair_file, again, "--max_steps", "1", "--learning_rate", "0", *lora,
+    # (no LoRA dropout: a dropped-out policy pass would differ from the reference by itself)
+    assert _train(tiny_model, pair_file, again, "--max_steps", "1", "--learning_rate", "0", *lora, "--beta", "0.04",
+                  "--lora_dropout", "0",
                   "--init_adapter", str(first / "final")) == 0
     kept = load_file(again / "final" / "adapter_model.safetensors")
     assert kept.keys() == trained.keys() and all((kept[k] == trained[k]).all() for k in kept)
-    assert json.loads((again / "run.json").read_text())["config"]["j1"]["init_adapter"] == str(first / "final")
+    run = json.loads((again / "run.json").read_text())
+    assert run["config"]["j1"]["init_adapter"] == str(first / "final")
+    # The KL reference is the starting adapter (issue 52): at step 1 the policy is it, so the KL is 0.
+    # Against the base model, as before, the noisy adapter's KL was well above 0.
+    assert run["effective"]["kl_reference"] == f"the starting adapter (--init_adapter {first / 'final'})"
+    step = [r for r in _rows(again / "log.jsonl") if "loss" in r][0]
+    assert step["kl"] == pytest.approx(0.0, abs=1e-6)
+    assert not (again / "final" / "ref").exists()  # the reference copy is not part of the judge
     # another rank does not fit: one line naming the flag, exit 2
     capsys.readouterr()
     assert _train(tiny_model, pair_file, tmp_path / "r8", "--max_steps", "1", "--use_peft", "true", "--lora_r", "8",

@@ -41,3 +41,30 @@ def test_a_changed_signature_is_caught(monkeypatch):
     monkeypatch.setattr(GRPOTrainer, "_tokenize_prompts", lambda self: None)
     with pytest.raises(AssertionError, match="_tokenize_prompts in TRL"):
         test_trl_still_has_the_signature_we_override("_tokenize_prompts")
+
+
+# Lines of TRL 1.16's GRPOTrainer that j1 redoes after narrowing the loss span (j1.train.trl_grpo,
+# j1.train.rollout_correction) or relies on for the KL reference (j1.train.recipe.reference_adapter).
+# When TRL rewrites one, j1's copy may no longer match it: this names the line to re-read.
+TRL_LINES = {
+    "_generate_and_score_completions": [
+        "loss_mask = completion_mask if tool_mask is None else completion_mask * tool_mask",
+        "num_items_in_batch = self.accelerator.gather(loss_mask.sum()).sum()",
+        "per_token_logps_diff = (old_per_token_logps - sampling_per_token_logps) * mask",
+        "per_token_logps_diff = torch.nan_to_num(per_token_logps_diff, nan=0.0)",
+        "per_sequence_logps_diff = per_token_logps_diff.sum(dim=-1, keepdim=True)",
+        'with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):',
+    ],
+    "_compute_loss": [
+        'normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes',
+        'per_token_loss = per_token_loss * inputs["importance_sampling_ratio"]',
+    ],
+}
+
+
+@pytest.mark.parametrize("method", sorted(TRL_LINES))
+def test_trl_still_computes_what_j1_redoes(method):
+    source = inspect.getsource(getattr(GRPOTrainer, method))
+    for line in TRL_LINES[method]:
+        assert line in source, (f"GRPOTrainer.{method} in TRL {trl.__version__} no longer has `{line}`; j1 follows "
+                                f"TRL {TRL_VERSION}: re-read it (src/j1/train/trl_grpo.py, rollout_correction.py)")

@@ -97,14 +97,11 @@ class LocalBackend(Backend):
         """The most tokens it accepts: ``max_context`` when given, else the model's position limit from
         its config (``max_position_embeddings`` in Llama-family configs, ``n_positions`` in GPT-2-style
         ones); None when the config names none."""
+        from j1.limits import config_context
+
         if self.max_context is not None:
             return self.max_context
-        config = getattr(self.model, "config", None)
-        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-            value = getattr(config, key, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return None
+        return config_context(getattr(self.model, "config", None))
 
     def count_tokens(self, messages: Messages) -> int | None:
         """Prompt tokens of ``messages`` as ``stream`` counts them (chat template, no special tokens added)."""

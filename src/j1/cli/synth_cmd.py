@@ -86,7 +86,8 @@ def run_chat(cfg: SynthChatConfig) -> dict:
     from j1.data.synth_chat import KIND, options_from, synth_chat
 
     started = time.time()
-    problems = load_chat_prompts(cfg.source, prompt_field=cfg.prompt_field, split=cfg.split, limit=cfg.limit)
+    problems = load_chat_prompts(cfg.source, prompt_field=cfg.prompt_field, split=cfg.split, limit=cfg.limit,
+                                 max_words=cfg.max_prompt_words)
     with PairStore(cfg.out, KIND) as store:
         todo = sum(p.id not in store.done for p in problems)
         before = len(store.done)

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
+from j1.cli.common import check_hub_inputs, exit_with, removed_on_error, setup_logging
 from j1.cli.trl_args import parse_with_trl
 from j1.train.spec import TrainRun, TrainSpec
 
@@ -48,18 +48,24 @@ def main(argv: Sequence[str]) -> int:
         return 0
     j1cfg, grpo_args, model_args = parse_train(argv)
     check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
+    from j1.train.spec import launcher_grace
+
+    try:
+        j1cfg.signal_grace_seconds = launcher_grace(j1cfg.signal_grace_seconds, os.environ)
+    except ValueError as exc:
+        exit_with("j1 train", str(exc))
     setup_logging()
     from j1.train.dry_run import check_launch_world_size
 
     launched = os.environ.get("WORLD_SIZE")  # set by accelerate launch / torchrun
     check_launch_world_size(j1cfg.world_size, int(launched) if launched else None)
-    from j1.train.callbacks import TrainingInterrupted
     from j1.train.recipe import run_train
+    from j1.train.stopping import TrainingInterrupted
 
     try:
         with removed_on_error(grpo_args.output_dir):  # a failed start leaves no empty run folder
             run_train(j1cfg, grpo_args, model_args)
     except TrainingInterrupted as exc:
-        sys.stderr.write(f"j1 train: {exc}, checkpoint saved; continue with --resume_from_checkpoint latest\n")
+        sys.stderr.write(f"j1 train: {exc}, {exc.advice}\n")
         return 128 + exc.signum
     return 0

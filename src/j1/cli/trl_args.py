@@ -28,7 +28,8 @@ COMMON_TRL = {
     "num_generations": "GRPO: rollouts per judge prompt (G).",
     "max_completion_length": "GRPO: most tokens per rollout.",
     "temperature": "GRPO: sampling temperature of the rollouts.",
-    "beta": "GRPO: KL coefficient to the starting model (0 = no reference model).",
+    "beta": "GRPO: KL coefficient to the starting model, or the starting adapter with --init_adapter (0 = no "
+            "reference model).",
     "scale_rewards": "GRPO: group, batch or none (how advantages are scaled).",
     "use_vllm": "GRPO: generate with vLLM (GPU hosts; vllm_mode colocate or server).",
     "use_peft": "Train a LoRA adapter (lora_r, lora_alpha, lora_target_modules).",

@@ -26,13 +26,14 @@ def main(argv: Sequence[str]) -> int:
     cfg, sft_args, model_args = parse_warmup(argv)
     check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.train.callbacks import TrainingInterrupted
+    from j1.train.stopping import TrainingInterrupted
     from j1.train.warmup import run_warmup
 
     try:
         with removed_on_error(sft_args.output_dir):  # a failed start leaves no empty run folder
             run_warmup(cfg, sft_args, model_args)
     except TrainingInterrupted as exc:
-        sys.stderr.write(f"j1 warmup: {exc}, checkpoint saved; continue with --resume_from_checkpoint latest\n")
+        sys.stderr.write(f"j1 warmup: {exc}, {exc.advice}\n")
         return 128 + exc.signum
     return 0
+

@@ -221,11 +221,15 @@ def chat_prompt(row: dict, where: str, prompt_field: str | None = None) -> str:
 
 
 def load_chat_prompts(
-    source: str, *, prompt_field: str | None = None, split: str = "train", limit: int | None = None
+    source: str, *, prompt_field: str | None = None, split: str = "train", limit: int | None = None,
+    max_words: int | None = None,
 ) -> list[Problem]:
-    """The first ``limit`` non-empty chat prompts of a source, de-duplicated by id."""
+    """The first ``limit`` non-empty chat prompts of a source, de-duplicated by id, skipping prompts of
+    more than ``max_words`` whitespace-separated words (a judge prompt holds the request and two answers,
+    and must fit the trainer's context: ``j1 train`` drops what does not)."""
     name = source_name(source)
     problems: dict[str, Problem] = {}
+    too_long = 0
     for where, row in iter_source_rows(source, split):
         if limit is not None and len(problems) >= limit:
             break
@@ -233,9 +237,15 @@ def load_chat_prompts(
         if not prompt.strip():
             log.warning("%s: empty prompt, skipped", where)
             continue
+        if max_words is not None and len(prompt.split()) > max_words:
+            too_long += 1
+            continue
         pid = pair_id(name, prompt)
         if pid not in problems:
             problems[pid] = Problem(pid, prompt, where)
+    if too_long:
+        log.warning("source %s: %d prompts over %d words skipped (--max-prompt-words)", source, too_long, max_words)
     if not problems:
-        raise RowError(f"source {source}: no prompts (it has no rows, or only empty prompts)")
+        over = f" or prompts over {max_words} words (--max-prompt-words)" if too_long else ""
+        raise RowError(f"source {source}: no prompts (it has no rows, or only empty prompts{over})")
     return list(problems.values())

@@ -80,6 +80,10 @@ class SynthChatSpec(_SynthSourceArgs, BackendArgs, SamplingArgs):
         default=2, metadata={"help": "Candidate rewrites x' per prompt; the first that passes the checks is used."}
     )
     rewrite_max_new_tokens: int = field(default=256, metadata={"help": "Most tokens per rewrite."})
+    max_prompt_words: int | None = field(
+        default=None,
+        metadata={"help": "Skip source prompts of more than this many words (a judge prompt holds the request and "
+                  "both answers, and j1 train drops one that does not fit its context); unset = keep all."})
     lexical_min: float = field(default=0.1, metadata={"help": "x' vs x word-sequence similarity below this: drift."})
     embedding_min: float = field(default=0.4, metadata={"help": "x' vs x embedding cosine below this: drift."})
     embedding_max: float = field(default=0.97, metadata={"help": "x' vs x embedding cosine at or above this: paraphrase."})
@@ -124,6 +128,8 @@ class SynthChatSpec(_SynthSourceArgs, BackendArgs, SamplingArgs):
         for name in ("lexical_min", "reword_lexical", "reword_embedding", "answer_dup_lexical", "answer_dup_embedding"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be in [0, 1]")
+        if self.max_prompt_words is not None and self.max_prompt_words < 1:
+            raise ValueError(f"--max-prompt-words {self.max_prompt_words}: must be >= 1 (or unset)")
         for name in ("rewrite_samples", "rewrite_max_new_tokens", "chunk_size", "verify_max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} {getattr(self, name)}: must be >= 1")

@@ -1,12 +1,11 @@
-"""Trainer callbacks: every log line also goes to ``OUTPUT_DIR/log.jsonl``; a time box; a manifest in
-every checkpoint; checkpoints by time and on SIGTERM/SIGINT, and a training clock that survives resumes."""
+"""Trainer callbacks: every log line also goes to ``OUTPUT_DIR/log.jsonl``; a manifest in every checkpoint;
+a training clock that survives resumes. When a run stops and saves (signals, time box, timed saves) is
+``j1.train.stopping``."""
 
 from __future__ import annotations
 
 import logging
 import math
-import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,25 +64,6 @@ def reopen_for_resume(path: Path, global_step: int, keep) -> JsonlAppender:
     return JsonlAppender(path, fsync=False)
 
 
-class TimeLimitCallback(TrainerCallback):
-    """Stop (and save) after the step that crosses ``minutes`` of training wall time: a time box for
-    shared machines. The run can be continued with ``--resume_from_checkpoint latest``."""
-
-    def __init__(self, minutes: float):
-        self.seconds = minutes * 60.0
-        self._start: float | None = None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self._start = time.monotonic()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self._start is not None and time.monotonic() - self._start > self.seconds:
-            log.warning("time limit of %.1f min reached at step %d: stopping", self.seconds / 60, state.global_step)
-            control.should_training_stop = True
-            control.should_save = True
-        return control
-
-
 class CheckpointManifestCallback(TrainerCallback):
     """Write a judge manifest (``judge.json``) into every checkpoint folder, so that a checkpoint is a
     judge ``--model`` takes as it is, like ``final``. ``manifest(folder)`` builds it for a folder."""
@@ -97,87 +77,6 @@ class CheckpointManifestCallback(TrainerCallback):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():
             write_manifest(folder, self.manifest(folder))
-
-
-class TimedSaveCallback(TrainerCallback):
-    """Checkpoint at the end of the first step ``minutes`` after the last save (or the start), besides
-    the step-based saves: a kill loses at most that much training (issue 46). The save is the
-    trainer's own, so ``save_total_limit`` prunes the old ones as it does the step-based ones."""
-
-    def __init__(self, minutes: float):
-        self.seconds = minutes * 60.0
-        self._last: float | None = None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self._last = time.monotonic()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self._last is not None and time.monotonic() - self._last >= self.seconds:
-            control.should_save = True
-        return control
-
-    def on_save(self, args, state, control, **kwargs):
-        self._last = time.monotonic()
-
-
-class TrainingInterrupted(KeyboardInterrupt):
-    """Training stopped on SIGTERM or SIGINT after saving a checkpoint at the step it reached."""
-
-    def __init__(self, signum: int, step: int):
-        super().__init__(f"stopped by {signal.Signals(signum).name} at step {step}")
-        self.signum, self.step = signum, step
-
-
-class SignalStopCallback(TrainerCallback):
-    """On SIGTERM or SIGINT, save a checkpoint at the end of the current step and stop (a scheduler's
-    pre-emption, a Ctrl-C): the run resumes there, losing only the step in flight. A second signal
-    stops at once, as without this callback. ``received`` is the signal (None if none came);
-    ``close()`` puts the previous handlers back."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __init__(self):
-        self.received: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def _handle(self, signum, frame):
-        if self.received is not None:
-            self.close()
-            raise KeyboardInterrupt
-        self.received = signum
-        log.warning("%s: saving a checkpoint at the end of this step, then stopping (again to stop at once)",
-                    signal.Signals(signum).name)
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
-            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self._any_process(args, self.received is not None):
-            control.should_save = True
-            control.should_training_stop = True
-        return control
-
-    @staticmethod
-    def _any_process(args, flag: bool) -> bool:
-        """Whether any training process got a signal: all must stop at the same step, or the next
-        collective waits forever."""
-        import torch
-        import torch.distributed as dist
-
-        if not (dist.is_available() and dist.is_initialized()):
-            return flag
-        t = torch.tensor([int(flag)], device=args.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return bool(t.item())
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self.close()
-
-    def close(self) -> None:
-        for s, handler in self._previous.items():
-            signal.signal(s, handler)
-        self._previous = {}
 
 
 class TrainClockCallback(TrainerCallback, ExportableState):

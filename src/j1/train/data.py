@@ -81,37 +81,111 @@ def prompt_tokens(tokenizer, messages: list[dict]) -> int:
     return len(tokenizer(render(tokenizer, messages), add_special_tokens=False).input_ids)
 
 
+def engine_context(use_vllm: bool, vllm_max_model_length: int | None, model_context: int | None
+                   ) -> tuple[int | None, str | None]:
+    """The context the rollouts are generated in, and what sets it: ``vllm_max_model_length`` under vLLM
+    (colocated it sizes the engine; in server mode j1 reads it as the server's ``--max_model_len``),
+    else the model's own (``j1.limits.config_context``, which vLLM also falls back on).
+
+    >>> engine_context(True, 8192, 131072), engine_context(False, 8192, 131072), engine_context(True, None, None)
+    ((8192, 'vllm_max_model_length'), (131072, "the model's max_position_embeddings"), (None, None))
+    """
+    if use_vllm and vllm_max_model_length:
+        return vllm_max_model_length, "vllm_max_model_length"
+    if model_context:
+        return model_context, "the model's max_position_embeddings"
+    return None, None
+
+
+def prompt_cap(max_prompt_tokens: int | None, context: int | None, context_from: str | None,
+               max_completion_length: int) -> tuple[int | None, str | None]:
+    """The most tokens a training prompt may have, and what sets it: ``max_prompt_tokens``, or the
+    engine's context less ``max_completion_length`` (a longer prompt would leave its rollouts less than
+    their budget: vLLM fails a server batch on it, and colocated it cuts the rollout short, an invalid
+    verdict trained as reward 0), whichever is lower; (None, None) when neither is known.
+
+    >>> prompt_cap(None, 8192, "vllm_max_model_length", 4096)
+    (4096, 'vllm_max_model_length 8192 - max_completion_length 4096')
+    >>> prompt_cap(3000, 8192, "vllm_max_model_length", 4096), prompt_cap(None, None, None, 64)
+    ((3000, 'max_prompt_tokens 3000'), (None, None))
+    >>> prompt_cap(None, 2048, "the model's max_position_embeddings", 4096)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_completion_length 4096 leaves no room for a prompt in the model's max_position_embeddings 2048; lower --max_completion_length
+    """
+    caps = []
+    if max_prompt_tokens is not None:
+        caps.append((max_prompt_tokens, f"max_prompt_tokens {max_prompt_tokens}"))
+    if context is not None:
+        if max_completion_length >= context:
+            raise ValueError(f"max_completion_length {max_completion_length} leaves no room for a prompt in "
+                             f"{context_from} {context}; lower --max_completion_length")
+        caps.append((context - max_completion_length,
+                     f"{context_from} {context} - max_completion_length {max_completion_length}"))
+    return min(caps) if caps else (None, None)
+
+
 def build_rows(
     pairs: Sequence[Pair],
     formulation: str,
     *,
     tokenizer=None,
     max_prompt_tokens: int | None = None,
+    cap_from: str | None = None,
     template: str = "full",
     prefill: str | None = None,
-) -> tuple[list[dict], dict[str, int]]:
+) -> tuple[list[dict], dict]:
     """All rows of ``pairs`` (units kept adjacent), dropping whole units whose longest prompt
-    exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``); prompts are
-    worded with the judge ``template`` (j1.formats.templates) and end with ``prefill`` if given.
+    exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``; ``cap_from`` says
+    what sets it, from ``prompt_cap``); prompts are worded with the judge ``template``
+    (j1.formats.templates) and end with ``prefill`` if given.
 
     Returns:
-        (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``.
+        (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``, and with a cap
+        ``prompt_token_limit``, ``prompt_limit_from``, ``longest_prompt_tokens`` (of the rows kept) and
+        ``longest_dropped`` (``pair_id``, ``order``, ``tokens`` of the longest prompt dropped; None when
+        none was).
     """
     rows: list[dict] = []
-    dropped = 0
+    dropped = kept_longest = 0
+    longest: dict | None = None
+    if max_prompt_tokens is not None and tokenizer is None:
+        raise ValueError("max_prompt_tokens needs a tokenizer")
     for pair in pairs:
         unit = unit_rows(pair, formulation, template, prefill)
         for k in range(0, len(unit), UNIT):
             part = unit[k : k + UNIT]
             if max_prompt_tokens is not None:
-                if tokenizer is None:
-                    raise ValueError("max_prompt_tokens needs a tokenizer")
-                longest = max(prompt_tokens(tokenizer, r["prompt"]) for r in part)
-                if longest > max_prompt_tokens:
+                n, row = max((prompt_tokens(tokenizer, r["prompt"]), r["order"]) for r in part)
+                if n > max_prompt_tokens:
                     dropped += 1
+                    if longest is None or n > longest["tokens"]:
+                        longest = {"pair_id": pair.pair_id, "order": row, "tokens": n}
                     continue
+                kept_longest = max(kept_longest, n)
             rows.extend(part)
-    counts = {"pairs": len(pairs), "units": len(rows) // UNIT, "dropped_long_units": dropped}
+    counts: dict = {"pairs": len(pairs), "units": len(rows) // UNIT, "dropped_long_units": dropped}
+    if max_prompt_tokens is not None:
+        counts.update(prompt_token_limit=max_prompt_tokens, prompt_limit_from=cap_from or
+                      f"max_prompt_tokens {max_prompt_tokens}", longest_prompt_tokens=kept_longest,
+                      longest_dropped=longest)
     if not rows:
-        raise ValueError(f"no training rows left: {counts} (raise --max_prompt_tokens?)")
+        raise ValueError(f"no training rows left: {counts} (every prompt is over {counts.get('prompt_limit_from')})")
     return rows, counts
+
+
+def dropped_message(counts: dict) -> str | None:
+    """The line ``j1 train`` logs (and ``--dry_run`` prints) for prompts dropped as too long; None if none were.
+
+    >>> dropped_message({"units": 9, "dropped_long_units": 1, "prompt_token_limit": 4096,
+    ...                  "prompt_limit_from": "vllm_max_model_length 8192 - max_completion_length 4096",
+    ...                  "longest_dropped": {"pair_id": "p7", "order": "BA", "tokens": 5012}})
+    '1 of 10 pair units dropped: a prompt over 4096 tokens (vllm_max_model_length 8192 - max_completion_length 4096); the longest, pair p7 in order BA, has 5012'
+    """
+    n = counts.get("dropped_long_units", 0)
+    if not n:
+        return None
+    worst = counts["longest_dropped"]
+    return (f"{n} of {n + counts['units']} pair units dropped: a prompt over {counts['prompt_token_limit']} tokens "
+            f"({counts['prompt_limit_from']}); the longest, pair {worst['pair_id']} in order {worst['order']}, "
+            f"has {worst['tokens']}")

@@ -17,6 +17,13 @@ weights, over the world size):
 - activations with gradient checkpointing: every decoder layer's input kept, layers x rows x sequence
   x hidden x 2 bytes; the logits of one micro-batch, rows x completion length x vocabulary x 2 bytes.
   Without checkpointing, activations are not estimated (CPU recipes).
+
+A second peak comes between steps, with no activations live: under ZeRO-3, TRL (1.16) gathers weights
+whole to hand them to the generator (``gather_gib``). With LoRA it gathers every parameter at once to
+merge the adapter before the vLLM weight sync (2N bytes on every training GPU: 131 GiB for a 70B model,
+more than an 80 GB GPU holds); a full fine-tune syncs one parameter at a time; without vLLM,
+``ds3_gather_for_generation`` gathers the whole model for ``generate``. The report gives both peaks
+and flags either above ``GPU_MEMORY_GIB``.
 """
 
 from __future__ import annotations
@@ -40,14 +47,16 @@ GPU_MEMORY_GIB = 80  # the paper's GPUs (A100/H100 80 GB): a total above this is
 KNOWN_MODELS: dict[str, dict] = {
     "meta-llama/Llama-3.1-8B-Instruct": dict(
         model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-        num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
+        num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
+        max_position_embeddings=131072),
     "meta-llama/Llama-3.3-70B-Instruct": dict(
         model_type="llama", hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
-        num_attention_heads=64, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
+        num_attention_heads=64, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
+        max_position_embeddings=131072),
     "Qwen/Qwen3-32B": dict(
         model_type="qwen3", hidden_size=5120, intermediate_size=25600, num_hidden_layers=64,
         num_attention_heads=64, num_key_value_heads=8, head_dim=128, vocab_size=151936,
-        tie_word_embeddings=False),
+        tie_word_embeddings=False, max_position_embeddings=40960),
 }
 
 
@@ -59,6 +68,7 @@ class ModelShape:
     hidden_size: int
     layers: int
     source: str  # where the shape came from
+    context: int | None = None  # the model's own context (max_position_embeddings)
 
 
 def model_shape(name: str | None) -> ModelShape | None:
@@ -85,9 +95,11 @@ def model_shape(name: str | None) -> ModelShape | None:
             config, source = AutoConfig.from_pretrained(str(Path(cached).parent)), "the local Hugging Face cache"
     if config is None:
         return None
+    from j1.limits import config_context
+
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     return ModelShape(shown, count_parameters(config), text.vocab_size, text.hidden_size, text.num_hidden_layers,
-                      source)
+                      source, config_context(config))
 
 
 def count_parameters(config) -> int:
@@ -143,6 +155,31 @@ def memory_estimate(shape: ModelShape, *, world_size: int, zero_stage: int, beta
     return parts
 
 
+def gather_gib(shape: ModelShape, *, zero_stage: int, use_peft: bool, vllm_mode: str | None,
+               gather_for_generation: bool) -> tuple[float, str | None]:
+    """GiB that ZeRO-3 gathers whole on every training GPU between steps, and why (see the module
+    docstring); (0.0, None) where weights are not sharded or nothing is gathered.
+
+    >>> shape = ModelShape("m", 8 * 1024**3, 1024, 1024, 2, "test")   # 8 Gi parameters, 1 Mi embedding
+    >>> gather_gib(shape, zero_stage=3, use_peft=True, vllm_mode="colocate", gather_for_generation=True)[0]
+    16.0
+    >>> gather_gib(shape, zero_stage=3, use_peft=False, vllm_mode="server", gather_for_generation=True)[0]
+    0.001953125
+    >>> gather_gib(shape, zero_stage=2, use_peft=True, vllm_mode="colocate", gather_for_generation=True)
+    (0.0, None)
+    """
+    if zero_stage < 3:
+        return 0.0, None
+    whole = shape.parameters * 2 / GIB
+    if vllm_mode and use_peft:
+        return whole, "the LoRA weight sync gathers every ZeRO-3 parameter at once to merge the adapter"
+    if vllm_mode:  # one parameter at a time: the largest is the embedding (or the LM head)
+        return shape.vocab_size * shape.hidden_size * 2 / GIB, "the weight sync gathers one parameter at a time"
+    if gather_for_generation:
+        return whole, "ds3_gather_for_generation gathers the whole model for generate"
+    return 0.0, None
+
+
 @dataclass(frozen=True)
 class StepGeometry:
     """What one optimizer step and one generation batch hold, at a world size."""
@@ -190,7 +227,7 @@ def dry_run(j1cfg: TrainSpec, grpo: GRPOConfig, model_args: ModelConfig) -> dict
         ValueError: the pair geometry fails at the world size, the data cannot fill one generation
             batch, or vLLM's tensor parallelism does not divide the world size.
     """
-    from j1.train.data import build_rows, load_pairs
+    from j1.train.data import build_rows, engine_context, load_pairs, prompt_cap
 
     world = j1cfg.world_size or 1
     geometry = StepGeometry(world, grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps,
@@ -206,19 +243,24 @@ def dry_run(j1cfg: TrainSpec, grpo: GRPOConfig, model_args: ModelConfig) -> dict
         pairs = pairs[: j1cfg.max_pairs]
     shape = model_shape(model_args.model_name_or_path)
     tokenizer, tokenizer_note = _tokenizer(model_args.model_name_or_path)
-    rows, counts = build_rows(pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=j1cfg.max_prompt_tokens,
+    # The same prompt cap as j1 train (issue 52), on the real file: what a run would drop, and the longest.
+    context = engine_context(grpo.use_vllm, grpo.vllm_max_model_length, shape.context if shape else None)
+    cap, cap_from = prompt_cap(j1cfg.max_prompt_tokens, *context, grpo.max_completion_length)
+    rows, counts = build_rows(pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cap, cap_from=cap_from,
                               template=j1cfg.template, prefill=j1cfg.assistant_prefill)
     units = counts["units"]
     if units < geometry.pairs_per_generation:
         raise ValueError(f"{j1cfg.train_file}: {units} pair units after filtering, but one generation batch at "
                          f"world_size {world} needs {geometry.pairs_per_generation}: the epoch would be empty")
-    longest_prompt = _longest_prompt(tokenizer, rows)
+    longest_prompt = counts.get("longest_prompt_tokens") or _longest_prompt(tokenizer, rows)
     generations = units // geometry.pairs_per_generation
     steps_per_epoch = generations * geometry.steps_per_generation * grpo.num_iterations // geometry.accumulation
     checkpointing = bool(getattr(grpo, "gradient_checkpointing", False) or getattr(grpo, "activation_checkpointing",
                                                                                    False))
-    memory = None
+    memory, gather = None, (0.0, None)
     if shape is not None:
+        gather = gather_gib(shape, zero_stage=j1cfg.zero_stage or 0, use_peft=bool(model_args.use_peft),
+                            vllm_mode=vllm_mode, gather_for_generation=grpo.ds3_gather_for_generation)
         memory = memory_estimate(
             shape, world_size=world, zero_stage=j1cfg.zero_stage or 0, beta=grpo.beta, use_peft=model_args.use_peft,
             vllm_mode=vllm_mode, vllm_tp=vllm_tp, vllm_share=grpo.vllm_gpu_memory_utilization,
@@ -244,7 +286,7 @@ def dry_run(j1cfg: TrainSpec, grpo: GRPOConfig, model_args: ModelConfig) -> dict
         "optimizer_steps_per_epoch": steps_per_epoch,
         "vllm": vllm_mode or "off", "vllm_gpu_memory_utilization": grpo.vllm_gpu_memory_utilization
         if vllm_mode == "colocate" else None,
-        "memory_gib": memory,
+        "memory_gib": memory, "gather_gib": gather[0], "gather_why": gather[1],
     }
 
 
@@ -279,9 +321,9 @@ def format_report(report: dict, recipe: str = "") -> str:
     lines = [
         f"j1 train --dry_run {recipe}".rstrip() + ": OK",
         f"  model                 {r['model']}: {params}",
-        f"  data                  {r['train_file']}: {r['pairs']} pairs -> {r['units']} units, {r['rows']} prompts "
-        f"({r['dropped_long_units']} units dropped as too long); longest prompt {r['longest_prompt_tokens']} tokens "
-        f"with {r['tokenizer']} tokenizer",
+        f"  data                  {r['train_file']}: {r['pairs']} pairs -> {r['units']} units, {r['rows']} prompts; "
+        f"longest prompt {r['longest_prompt_tokens']} tokens with {r['tokenizer']} tokenizer",
+        f"  prompt limit          {_limit_line(r)}",
         f"  world size            {r['world_size']} training processes ({r['world_size_source']}), ZeRO-{r['zero_stage']}"
         f", vLLM {r['vllm']}",
         f"  per process           {r['rows_per_micro_batch']} rows per micro-batch ({r['prompts_per_micro_batch']:g} "
@@ -305,7 +347,30 @@ def format_report(report: dict, recipe: str = "") -> str:
         flag = f"  (above {GPU_MEMORY_GIB} GiB: lower per_device_train_batch_size or raise world_size)" \
             if total > GPU_MEMORY_GIB else ""
         lines.append(f"  memory per GPU (est.) {total:.1f} GiB{extra}: {parts}{note}{flag}")
+        if r["gather_gib"]:
+            resident = sum(v or 0.0 for k, v in memory.items() if k in RESIDENT)
+            peak = resident + r["gather_gib"]
+            flag = (f"  (above {GPU_MEMORY_GIB} GiB: this runs out of memory; train the full model (use_peft "
+                    "false, gathered one parameter at a time) or a smaller one)" if peak > GPU_MEMORY_GIB else "")
+            lines.append(f"  memory at weight sync {peak:.1f} GiB: {resident:.1f} resident + {r['gather_gib']:.1f} "
+                         f"gathered ({r['gather_why']}){flag}")
     return "\n".join(lines) + "\n"
+
+
+# What stays on the GPU between steps (activations and logits live only inside a micro-step).
+RESIDENT = ("weights", "gradients", "optimizer", "reference model", "vLLM (colocated)")
+
+
+def _limit_line(r: dict) -> str:
+    """The prompt-limit line of the report: the cap, what sets it, and what it drops."""
+    if r.get("prompt_token_limit") is None:
+        return "none known (no max_prompt_tokens, no vllm_max_model_length, the model's context unknown)"
+    head = f"{r['prompt_token_limit']} tokens ({r['prompt_limit_from']})"
+    worst = r.get("longest_dropped")
+    if not worst:
+        return f"{head}: every prompt fits"
+    return (f"{head}: {r['dropped_long_units']} of {r['dropped_long_units'] + r['units']} units over it, dropped; "
+            f"the longest, pair {worst['pair_id']} in order {worst['order']}, has {worst['tokens']} tokens")
 
 
 def check_launch_world_size(recipe_world_size: int | None, launched: int | None) -> None:

@@ -18,6 +18,15 @@ CLOCK = "TrainClockCallback"
 PROGRESS_FILE = "progress.json"
 
 
+def whole_json(path: Path) -> bool:
+    """Whether ``path`` holds a whole JSON document (a kill while writing it tears it)."""
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return True
+
+
 def state_seconds(state: dict) -> float:
     """Training seconds a trainer state (``trainer_state.json``) holds: the clock ``TrainClockCallback``
     keeps there, else (a checkpoint saved without it) the logged ``step_time`` up to its step.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
@@ -12,6 +13,7 @@ from j1.formats.spec import check_template, template_field
 from j1.rewards.core import CONSISTENCY_MODES, FORMULATIONS
 from j1.train.options import J1Options
 from j1.train.options import check_choice as _check_choice
+from j1.train.rollout_correction import IMPORTANCE_SAMPLING
 
 if TYPE_CHECKING:  # TRL (and torch) load only where training runs
     from trl import GRPOConfig, ModelConfig
@@ -59,6 +61,13 @@ class TrainSpec:
         metadata={"help": "Completion tokens the policy loss trains: all, or answer (the answer span alone; the "
                   "thought still conditions it, the tokens after the closing tag leave the loss)."},
     )
+    importance_sampling: str = field(
+        default="none",
+        metadata={"help": "Correction for rollouts sampled by vLLM but trained under the trainer's numbers: none (the "
+                  "J1 paper's GRPO), or TRL's token_truncate, token_mask, sequence_truncate, sequence_mask (TRL's "
+                  "default, which drops long rollouts first). Sets TRL's vllm_importance_sampling_* keys; with "
+                  "loss_span answer it is taken over the answer's tokens."},
+    )
     invalid_advantage: float | None = field(
         default=None,
         metadata={"help": "pair/couple groups: a rollout with no parseable verdict leaves the baseline and gets "
@@ -71,7 +80,11 @@ class TrainSpec:
     )
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
-        default=None, metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets)."}
+        default=None,
+        metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets). Pairs whose prompt "
+                  "plus max_completion_length exceeds the engine's context (vllm_max_model_length under vLLM, "
+                  "else the model's) are dropped in any case, counted with the model's tokenizer: the log, "
+                  "run.json (data) and --dry_run name how many and the longest."},
     )
     share_prompt_prefix: str = field(
         default="auto",
@@ -90,7 +103,8 @@ class TrainSpec:
     init_adapter: str | None = field(
         default=None,
         metadata={"help": "With --use_peft: start the LoRA from this adapter (a judge folder or a shipped judge's "
-                  "name, e.g. j1-135m) instead of from zero; its LoRA settings must match this run's."},
+                  "name, e.g. j1-135m) instead of from zero; its LoRA settings must match this run's. With beta > 0 "
+                  "the KL term is measured against this starting adapter (a frozen copy)."},
     )
     max_minutes: float | None = field(
         default=None,
@@ -100,6 +114,14 @@ class TrainSpec:
         default=None,
         metadata={"help": "Also checkpoint every M minutes of training (besides --save_steps), so a kill loses at "
                   "most M minutes; unset = by steps only. SIGTERM and SIGINT always checkpoint before stopping."},
+    )
+    signal_grace_seconds: float | None = field(
+        default=None,
+        metadata={"help": "Seconds between a SIGTERM and the kill that follows it: under torchrun (accelerate launch "
+                  "on several processes) TORCH_ELASTIC_SHUTDOWN_TIMEOUT, which the GPU launch commands set to this "
+                  "(a launch with less stops at start). On a signal j1 saves at the end of the optimizer step when "
+                  "the rest of the step and a save fit inside it, else at the next micro-step (the steps done so "
+                  "far). Unset = torchrun's timeout under torchrun (30 s unless set), else the end of the step."},
     )
     world_size: int | None = field(
         default=None,
@@ -124,6 +146,7 @@ class TrainSpec:
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
         _check_choice("consistency", self.consistency, CONSISTENCY_MODES)
+        _check_choice("importance_sampling", self.importance_sampling, IMPORTANCE_SAMPLING)
         check_template(self.template)
         if not self.train_file:
             raise ValueError("j1 train needs --train_file (pairs from `j1 synth mix`)")
@@ -132,6 +155,8 @@ class TrainSpec:
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
         check_save_minutes(self.save_minutes)
+        if self.signal_grace_seconds is not None and not 0 < self.signal_grace_seconds < float("inf"):
+            raise ValueError(f"--signal_grace_seconds {self.signal_grace_seconds}: must be > 0 (or unset)")
         if self.zero_stage is not None and self.zero_stage not in (0, 1, 2, 3):
             raise ValueError(f"--zero_stage {self.zero_stage}: choose 0, 1, 2 or 3 (or unset)")
         if self.formulation == "pos" and self.consistency_weight:
@@ -139,12 +164,18 @@ class TrainSpec:
         self.share_prompt_prefix = parse_setting("share_prompt_prefix", self.share_prompt_prefix)
         self.options()  # the named choices, checked here once
 
-    def options(self, device: str = "cpu") -> J1Options:
-        """The frozen options object the trainer takes, with the device's choices made for ``device``."""
+    def options(self, device: str = "cpu", use_vllm: bool = False) -> J1Options:
+        """The frozen options object the trainer takes, with the device's choices made for ``device``;
+        under vLLM the prompts are not shared (vLLM generates, and TRL's passes stay its own).
+
+        >>> spec = TrainSpec(train_file="x.jsonl", share_prompt_prefix="true")
+        >>> spec.options("cuda").share_prompt_prefix, spec.options("cuda", use_vllm=True).share_prompt_prefix
+        (True, False)
+        """
         return J1Options(
             formulation=self.formulation, advantage_groups=self.advantage_groups, loss_span=self.loss_span,
             invalid_advantage=self.invalid_advantage, position_balance=self.position_balance,
-            share_prompt_prefix=share_prompt(self.share_prompt_prefix, device),
+            share_prompt_prefix=share_prompt(self.share_prompt_prefix, device) and not use_vllm,
         )
 
 
@@ -158,6 +189,41 @@ def check_save_minutes(value: float | None) -> None:
     """
     if value is not None and not 0 < value < float("inf"):
         raise ValueError(f"--save_minutes {value}: must be > 0 (or unset: checkpoints by steps only)")
+
+
+# torchrun's default wait between forwarding a signal to its workers and killing them (torch.distributed.run)
+TORCHRUN_SHUTDOWN_TIMEOUT = 30.0
+
+
+def launcher_grace(value: float | None, env: Mapping[str, str]) -> float | None:
+    """The grace period of a run (``--signal_grace_seconds``) checked against its launcher, from the
+    launcher's environment ``env``: under torchrun (``TORCHELASTIC_RUN_ID`` set) the agent SIGKILLs its
+    workers ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` seconds (30 by default) after forwarding a signal, so the
+    grace is that when unset, and may not exceed it.
+
+    >>> launcher_grace(None, {}), launcher_grace(None, {"TORCHELASTIC_RUN_ID": "r"})
+    (None, 30.0)
+    >>> launcher_grace(600, {"TORCHELASTIC_RUN_ID": "r", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "900"})
+    600
+    >>> launcher_grace(600, {"TORCHELASTIC_RUN_ID": "r"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --signal_grace_seconds 600: torchrun kills the processes 30 s after a signal (TORCH_ELASTIC_SHUTDOWN_TIMEOUT unset: its default); launch with TORCH_ELASTIC_SHUTDOWN_TIMEOUT=600
+    """
+    if "TORCHELASTIC_RUN_ID" not in env:
+        return value
+    raw = env.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
+    try:
+        agent = float(raw) if raw else TORCHRUN_SHUTDOWN_TIMEOUT
+    except ValueError:
+        raise ValueError(f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={raw!r}: not a number of seconds") from None
+    if value is None:
+        return agent
+    if value > agent:
+        where = f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={raw}" if raw else "TORCH_ELASTIC_SHUTDOWN_TIMEOUT unset: its default"
+        raise ValueError(f"--signal_grace_seconds {value:g}: torchrun kills the processes {agent:g} s after a signal "
+                         f"({where}); launch with TORCH_ELASTIC_SHUTDOWN_TIMEOUT={value:g}")
+    return value
 
 
 class TrainRun(NamedTuple):

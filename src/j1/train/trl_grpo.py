@@ -33,6 +33,7 @@ from j1.train.advantages import position_balance_advantages, verdict_advantages
 from j1.train.answer_span import answer_markers, mask_outside_answer
 from j1.train.callbacks import reopen_for_resume
 from j1.train.options import J1Options
+from j1.train.rollout_correction import importance_ratio
 from j1.train.sampler import PairRepeatSampler, check_pair_geometry
 from j1.train.shared_prompt import SharedPromptMixin
 
@@ -159,13 +160,24 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
             metrics["j1/position_imbalance"].append(named.mean().item() if len(named) else 0.0)
 
     def _mask_outside_answer(self, inputs: list[dict], output: dict) -> None:
-        """Apply the loss span to TRL's masks in place."""
+        """Apply the loss span to TRL's masks in place, with what TRL derived from the masks before: the
+        count the loss divides by, and the vLLM importance-sampling ratio."""
         tok = self.processing_class
         masks = mask_outside_answer(
             output["completion_ids"], output["completion_mask"], [r["judge_format"] for r in inputs],
             lambda t: tok.decode([t]), closers=self._closers, openers=self._openers, eos_id=tok.eos_token_id,
             loss_mask=output.get("tool_mask"))
         output["completion_mask"].copy_(masks.completion_mask)
+        trained = masks.completion_mask if masks.loss_mask is None else masks.completion_mask * masks.loss_mask
+        # TRL counts the loss's tokens over all processes before the span narrows (TRL 1.16:
+        # num_items_in_batch), and its token-summed losses (dapo, the default; cispo, vespo) divide by that
+        # count: left as it was, the loss would shrink by the answer's share of the tokens (issue 52).
+        output["num_items_in_batch"] = self.accelerator.gather(trained.sum()).sum()
+        if "importance_sampling_ratio" in output:  # the thought is context now: the ratio is the answer's
+            output["importance_sampling_ratio"] = importance_ratio(
+                output["old_per_token_logps"], output["sampling_per_token_logps"], trained,
+                self.vllm_importance_sampling_mode, self.vllm_importance_sampling_clip_min,
+                self.vllm_importance_sampling_clip_max)
         metrics = self._metrics["train"]
         metrics["j1/tokens_after_answer"].append(sum(masks.after) / max(len(masks.after), 1))
         if masks.loss_mask is not None:

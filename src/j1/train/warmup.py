@@ -169,22 +169,17 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     from j1.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
     from j1.runinfo import RunFolder
-    from j1.train.callbacks import (
-        JsonlLogCallback,
-        SignalStopCallback,
-        TimedSaveCallback,
-        TrainClockCallback,
-        TrainingInterrupted,
-    )
+    from j1.train.callbacks import JsonlLogCallback, TrainClockCallback
     from j1.train.data import UNIT, build_rows, load_pairs
-    from j1.train.recipe import lora_config, resolve_checkpoint
-    from j1.train.resume import checkpoint_progress, interruptions, read_progress
+    from j1.train.recipe import agreed_resume, lora_config
+    from j1.train.resume import interruptions, read_progress
     from j1.train.sft import CompletionSFTTrainer
+    from j1.train.stopping import StopAndSaveCallback, TrainingInterrupted
 
     folder = RunFolder(sft_args.output_dir, command="j1 warmup")
     out = folder.path
-    resume = resolve_checkpoint(sft_args.resume_from_checkpoint, str(out))
-    held = checkpoint_progress(resume)  # all a resumed run counts as trained; the rest of a killed run is lost
+    # all a resumed run counts as trained (the same on every process); the rest of a killed run is lost
+    resume, held = agreed_resume(sft_args.resume_from_checkpoint, str(out), sft_args.device)
     accounting = {"resumed_step": held["global_step"], "resumed_trained_minutes": round(held["trained_seconds"] / 60, 3),
                   "interruptions": interruptions(folder.recorded().get("interruptions") or [], read_progress(out),
                                                  held)}
@@ -207,12 +202,11 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
     train_data = sft_rows(train_rows, cfg.warmup_seed, verdicts=cfg.verdicts, tokenizer=tokenizer)
-    clock, stopper = TrainClockCallback(out), SignalStopCallback()
+    clock, stopper = TrainClockCallback(out), StopAndSaveCallback(save_minutes=cfg.save_minutes)
     trainer = CompletionSFTTrainer(
         model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
         processing_class=tokenizer, peft_config=lora_config(model_args, path, cfg.lora_last_layers),
-        callbacks=[JsonlLogCallback(out / "log.jsonl"), clock, stopper,
-                   *([TimedSaveCallback(cfg.save_minutes)] if cfg.save_minutes else [])],
+        callbacks=[JsonlLogCallback(out / "log.jsonl"), clock, stopper],
         unit=UNIT, loss_tokens=cfg.loss_tokens,
     )
     if len(trainer.train_dataset) != len(train_data):  # TRL dropped rows (truncated): units would split
@@ -226,11 +220,12 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     finally:
         stopper.close()
     accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
-    if stopper.received is not None:  # a checkpoint at this step is saved; the judge is left to the resumed run
+    if stopper.stopped_by is not None:  # a checkpoint at this step is saved; the judge is left to the resumed run
         if trainer.accelerator.is_main_process:
             folder.write(config, status="interrupted", resume_from=resume, model_path=path,
                          global_step=trainer.state.global_step, **accounting)
-        raise TrainingInterrupted(stopper.received, trainer.state.global_step)
+        trainer.accelerator.wait_for_everyone()
+        raise TrainingInterrupted(stopper.stopped_by, trainer.state.global_step, stopper.saved_at_stop)
     model = trainer.model
     lora = hasattr(model, "merge_and_unload")
     if lora and cfg.merge_lora:  # a plain model that j1 train/eval can load
