@@ -27,6 +27,7 @@ from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.items import Item, item_prompts
 from j1.eval.report import write_report
+from j1.eval.results import Viewer, pair_view, write_results
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
 from j1.judge import judging
@@ -132,14 +133,11 @@ def open_run(cfg, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str
 
 
 def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
-    """(Re)compute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json."""
+    """(Re)compute an eval run's DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json
+    (``j1 score`` goes through ``j1.eval.rescore``, which checks run.json first)."""
     import json
 
     run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
-    if run.get("command") == "consistency":  # j1 score also rescores a j1 consistency run
-        from j1.eval.consistency_scoring import score_consistency
-
-        return score_consistency(out_dir, n_boot=n_boot)
     cfg = run["config"]
     bench = get_benchmark(cfg["benchmark"])
     if bench.score is not None:  # a benchmark with its own rules writes its own metrics and report
@@ -237,6 +235,14 @@ def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int
             own.close()
 
 
+def eval_view(bench, fmt, cfg) -> Viewer:
+    """How results.jsonl reads an item of this benchmark: its own view (RewardBench 2), or pair by pair
+    under its scoring rule, over all samples."""
+    if bench.view is not None:
+        return lambda item, rec: bench.view(item, rec, cfg, cfg.samples, cfg.texts)
+    return lambda item, rec: pair_view(fmt, item, rec, k=cfg.samples, scheme=bench.scheme, thoughts=cfg.texts)
+
+
 def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 eval`` for an EvalConfig; returns the metrics.
 
@@ -247,7 +253,7 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
             finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
             the environment; the default, ``j1.backends.build_backend(cfg)``, sends none.
     """
-    folder = open_run(cfg, "eval", stale=("metrics.json", "report.md"))
+    folder = open_run(cfg, "eval", stale=("metrics.json", "report.md", "results.jsonl"))
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
@@ -256,7 +262,9 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
     log.info("%s: %d items", bench.name, len(items))
     judge_with_limits(cfg, items, fmt, folder, total, counts=dict(items=len(items)), backend=backend,
                       open_backend=open_backend, prompts=prompts)
-    metrics = score_run(folder.path, n_boot=cfg.n_boot)
+    write_results(folder.path / "results.jsonl", "eval", items, read_judgments(folder.result),
+                  eval_view(bench, fmt, cfg), labelled=True, texts=cfg.texts)
+    metrics = score_run(folder.path, n_boot=cfg.n_boot)  # after results.jsonl: report.md shows examples from it
     log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
              metrics["overall"]["accuracy"], metrics["overall"]["consistent_accuracy"],
              metrics["overall"]["invalid_rate"], metrics["n"], folder.path)
