@@ -66,6 +66,46 @@ def plan(items: list[Item], fmt, done: set[tuple[str, str]], prefill: str | None
             if (it.id, slot) not in done]
 
 
+class TokenProgress:
+    """The judging bar, counted in tokens and shown in prompts: each prompt's budget is its samples times
+    the token limit; a decoding step adds a token for each sample that wrote one (``Backend.stream``'s
+    ``on_tokens``), and a prompt that ends adds what is left of its budget. Prompts of a batch end
+    together, so a bar that counted finished prompts read, after the first early stop, as if the whole
+    batch would take that long per prompt; counted in tokens, its rate (and ETA) holds while a batch
+    decodes. A backend that reports no steps moves it one whole prompt at a time.
+
+    >>> class Bar:
+    ...     n = 0
+    ...     def update(self, k): self.n += k
+    >>> p = TokenProgress(Bar(), budget=4)
+    >>> p.tokens([7, 7, 9]); p.bar.n
+    3
+    >>> p.finish(7); p.finish(7); p.bar.n  # the rest of 7's budget, once
+    5
+    """
+
+    def __init__(self, bar, budget: int):
+        self.bar = bar
+        self.budget = budget
+        self.credited: dict[int, int] = {}
+
+    def tokens(self, keys: list[int]) -> None:
+        added = 0
+        for key in keys:
+            got = self.credited.get(key, 0)
+            if got < self.budget:
+                self.credited[key] = got + 1
+                added += 1
+        if added:
+            self.bar.update(added)
+
+    def finish(self, key: int) -> None:
+        left = self.budget - self.credited.get(key, 0)
+        if left > 0:
+            self.credited[key] = self.budget
+            self.bar.update(left)
+
+
 def judge_stream(
     backend: Backend,
     work: list[Work],
@@ -82,24 +122,23 @@ def judge_stream(
     """
     pending = dict(enumerate(work))
     errors = 0
-    bar = tqdm(total=len(work), desc="judging", unit="prompt", disable=not progress, dynamic_ncols=True)
-    counted: set[int] = set()  # work keys the bar has counted: once each, when generated or when written
-
-    def count(key: int) -> None:
-        if key not in counted:
-            counted.add(key)
-            bar.update(1)
-
+    budget = params.n * params.max_new_tokens
+    bar = tqdm(total=len(work) * budget, desc="judging", unit="prompt", unit_scale=1 / budget,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.0f} prompts [{elapsed}<{remaining}, "
+                          "{rate_fmt}]", disable=not progress, dynamic_ncols=True)
+    counted = TokenProgress(bar, budget)
     try:
         while pending:
             keys = list(pending)
             try:
-                # The local backend generates a batch together: on_finish moves the bar as each prompt ends.
+                # The local backend generates a batch together: on_tokens moves the bar at each decoding
+                # step, on_finish as each prompt ends.
                 for i, comps in backend.stream([pending[k].messages for k in keys], params,
-                                               on_finish=lambda i, keys=keys: count(keys[i])):
+                                               on_finish=lambda i, keys=keys: counted.finish(keys[i]),
+                                               on_tokens=lambda rows, keys=keys: counted.tokens([keys[i] for i in rows])):
                     w = pending.pop(keys[i])
                     out.write(judgment_line(w.item, w.slot, comps))
-                    count(keys[i])
+                    counted.finish(keys[i])
             except BackendError as exc:
                 # The HTTP backend names the failed prompt; record it and restart with the rest.
                 index = getattr(exc, "index", None)
@@ -107,7 +146,7 @@ def judge_stream(
                     raise
                 w = pending.pop(keys[index])
                 out.write(judgment_line(w.item, w.slot, error=str(exc)))
-                count(keys[index])
+                counted.finish(keys[index])
                 log.warning("item %s slot %s failed: %s", w.item.id, w.slot, exc)
                 if isinstance(exc, ContextTooLong):  # the judge cannot read this pair: invalid, not a failure
                     continue

@@ -118,11 +118,13 @@ def _summary(r: ResultRecord) -> str:
 
 
 def render(r: ResultRecord, *, width: int = 100, chars: int = 800) -> str:
-    """One record as text: a header, the prompt, the responses two by two side by side, each judgment."""
+    """One record as text no wider than ``width``: a header, the prompt, the responses two by two side by
+    side, each judgment (its order, verdict, right or wrong, thought) and, for several pairs, each pair."""
     head = f" [{r.index}] {r.id} · {r.category}" + (f" · {r.source}" if r.source else "") + " "
-    lines = [RULE * 3 + head + RULE * max(3, width - 3 - len(head)), _summary(r)]
+    head = head if len(head) <= width - 6 else head[:width - 8] + "… "
+    lines = [RULE * 3 + head + RULE * max(3, width - 3 - len(head)), *wrap(_summary(r), width)]
     if r.outcome:
-        lines.append("outcome: " + ", ".join(f"{k} {v}" for k, v in r.outcome.items() if v is not None))
+        lines += wrap("outcome: " + ", ".join(f"{k} {v}" for k, v in r.outcome.items() if v is not None), width)
     lines += ["", "PROMPT", *("  " + x for x in wrap(cut(r.prompt, chars), width - 2)), "", "RESPONSES"]
     cols = [(resp["name"], cut(resp["text"], chars)) for resp in r.responses]
     for k in range(0, len(cols), 2):
@@ -130,19 +132,21 @@ def render(r: ResultRecord, *, width: int = 100, chars: int = 800) -> str:
     lines.append("JUDGMENTS")
     for j in r.judgments:
         where = f"judgments.jsonl:{j['line']}" if j["line"] else "not judged"
-        row = f"  {j['slot']:<8} shown {' | '.join(j['shown'])}  →  {_verdict(j)}"
         mark = _mark(j["right"]) if j["valid"] or j["right"] is not None else ""
-        lines.append(f"{row}  {mark}".rstrip() + f"   ({where})")
+        row = f"{j['slot']:<8} shown {' | '.join(j['shown'])}  →  {_verdict(j)}  {mark}".rstrip() + f"   ({where})"
+        lines += ["  " + x for x in wrap(row, width - 2)]
         if not j["valid"]:
-            lines += ["      invalid: " + x for x in wrap(j["reason"] or "", width - 15)]
+            lines += ["      " + x for x in wrap("invalid: " + (j["reason"] or ""), width - 6)]
         if j.get("votes") and len(j["votes"]) > 1:
-            lines.append(f"      samples: {' '.join(j['votes'])}")
+            lines += ["      " + x for x in wrap(f"samples: {' '.join(j['votes'])}", width - 6)]
         if j.get("thought"):
             lines += ["      " + x for x in wrap("thought: " + cut(j["thought"], chars), width - 6)]
     if len(r.pairs) > 1:
-        lines += ["", "PAIRS"] + [f"  {p['first']} vs {p['second']}: {p['verdict']}"
-                                  + (f" {_mark(p['right'])}" if p["right"] is not None else "")
-                                  + (" (flipped)" if p["flipped"] else "") for p in r.pairs]
+        lines += ["", "PAIRS"]
+        for p in r.pairs:
+            said = (f"{p['first']} vs {p['second']}: {p['verdict']}" + (f" {_mark(p['right'])}" if p["right"] is not None
+                    else "") + (" (flipped)" if p["flipped"] else ""))
+            lines += ["  " + x for x in wrap(said, width - 2)]
     return "\n".join(lines) + "\n"
 
 
@@ -158,3 +162,49 @@ def results_of(run_dir: str | Path) -> list[ResultRecord]:
         raise FileNotFoundError(f"{path} not found: is {run_dir} a finished j1 eval, attack, consistency or label "
                                 "run? (a run that stopped writes it when resumed with --resume and finished)")
     return read_results(path)
+
+
+def _brief(r: ResultRecord) -> str:
+    """What the judge said, in one line: each order's verdict (a one-pair item or a four-way rotation), or
+    how many pairs it got wrong."""
+    if len(r.pairs) > 1 or (r.pairs and r.judgments and r.judgments[0]["order"] is None):
+        wrong = sum(p["right"] is False for p in r.pairs)
+        flips = sum(bool(p["flipped"]) for p in r.pairs)
+        return f"{wrong} of {len(r.pairs)} pairs wrong" + (f", {flips} flipped" if flips else "")
+    said = []
+    for j in r.judgments:
+        verdict = (j["verdict"] or "invalid") + (f" ({j['pick']})" if j["pick"] and j["pick"] != j["verdict"] else "")
+        said.append(f"{j['slot']} → {verdict}" + (f" {_mark(j['right']).lower()}" if j["right"] is not None else ""))
+    return ", ".join(said)
+
+
+def _example(kind: str, r: ResultRecord) -> str:
+    lines = [str(j["line"]) for j in r.judgments if j["line"]]
+    where = f" (judgments.jsonl:{', '.join(lines)})" if lines else ""
+    prompt = " ".join((r.prompt or "").split())
+    snippet = f' "{prompt[:90]}{"…" if len(prompt) > 90 else ""}"' if prompt else ""
+    return f"- {kind} `{r.id}`{where}: {_brief(r)}.{snippet}"
+
+
+def report_examples(records: Sequence[ResultRecord], run_dir: str, per_category: int = 3) -> list[str]:
+    """report.md's "Examples" section: per category, up to ``per_category`` items whose verdict flipped
+    with the order and as many others with a wrong verdict, in source order; nothing when there are none."""
+    lines: list[str] = []
+    for category in sorted({r.category for r in records}):
+        members = [r for r in records if r.category == category]
+        flips = [r for r in members if r.flipped][:per_category]
+        wrong = [r for r in members if is_wrong(r) and not r.flipped][:per_category]
+        if flips or wrong:
+            lines += ["", f"### {category}", ""]
+            lines += [_example("flip", r) for r in flips] + [_example("wrong", r) for r in wrong]
+    if not lines:
+        return []
+    return ["", "## Examples", "", f"A few items per category whose verdict flipped with the order, then others "
+            f"judged wrong (from results.jsonl, in source order); `j1 show {run_dir} --flips` (or `--wrong`, "
+            "`--category C`) prints them whole, prompt and responses side by side.", *lines]
+
+
+def examples_of(run_dir: str | Path, per_category: int = 3) -> list[str]:
+    """``report_examples`` of RUN/results.jsonl; nothing for a run without one (made before j1 wrote it)."""
+    path = Path(run_dir) / "results.jsonl"
+    return report_examples(read_results(path), str(run_dir), per_category) if path.is_file() else []
