@@ -254,3 +254,15 @@ def test_the_reader_names_a_bad_line(tmp_path):
     path.write_text(json.dumps(json.loads(dumps(good)) | {"index": True}) + "\n")
     with pytest.raises(RowError, match=r":1: field 'index' must be int, got bool"):
         read_results(path)
+
+
+def test_dry_run_sizes_the_run_and_writes_nothing(tmp_path, capsys, no_model_no_hub):
+    out = tmp_path / "run"
+    assert main(["eval", "--benchmark", "rmbench", "--data", str(FIX / "rmbench.json"), "--samples", "4",
+                 "--temperature", "1", "--max_new_tokens", "100", "--out", str(out), "--dry_run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert not out.exists()
+    # 3 items x 9 pairs x 2 orders; 4 samples each, at most 100 tokens a sample
+    assert (plan["items"], plan["prompts"], plan["completions"], plan["most_completion_tokens"]) == (3, 54, 216, 21600)
+    assert plan["categories"] == {"chat": 1, "code": 1, "safety": 1}
+    assert plan["prompt_tokens_estimate"] == round(plan["prompt_characters"] / 4) > 54 * 100

@@ -16,8 +16,13 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(EvalConfig, argv, prog="j1 eval")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.eval.runner import TooManyErrors, run_eval
+    from j1.eval.runner import TooManyErrors, plan_eval, run_eval
     from j1.schema import RowError
+
+    if cfg.dry_run:  # no model, no folder: the data read and the run's size printed
+        json.dump(plan_eval(cfg), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
 
     try:
         # The backend is built only if something is left to judge; the CLI supplies the API key.

@@ -274,6 +274,33 @@ def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int
             own.close()
 
 
+def plan_eval(cfg: EvalSpec) -> dict:
+    """``j1 eval --dry_run``: the run's size without a model or a folder: items (per category), judge prompts,
+    completions (prompts x samples), the most completion tokens (x max_new_tokens), and the prompts'
+    characters with a token estimate (4 characters a token, a rule of thumb for English text; the judge's
+    tokenizer is not loaded).
+
+    Raises:
+        RowError, ValueError, OSError: as a run would, before any model work.
+    """
+    from collections import Counter
+
+    bench = get_benchmark(cfg.benchmark)
+    fmt = get_format(cfg.format, cfg.template)
+    items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
+    render = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
+    messages = [with_prefill(m, cfg.assistant_prefill) for it in items for _, m in render(it)]
+    chars = sum(len(turn["content"]) for m in messages for turn in m)
+    return {
+        "benchmark": bench.name, "data": cfg.data, "split": cfg.split or cfg.hf_split, "format": fmt.name,
+        "model": cfg.model, "items": len(items), "categories": dict(Counter(it.category for it in items)),
+        "prompts": len(messages), "samples": cfg.samples, "completions": len(messages) * cfg.samples,
+        "max_new_tokens": cfg.max_new_tokens,
+        "most_completion_tokens": len(messages) * cfg.samples * cfg.max_new_tokens,
+        "prompt_characters": chars, "prompt_tokens_estimate": round(chars / 4),
+    }
+
+
 def eval_view(bench, fmt, cfg) -> Viewer:
     """How results.jsonl reads an item of this benchmark: its own view (RewardBench 2), or pair by pair
     under its scoring rule, over all samples."""

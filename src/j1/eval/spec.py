@@ -38,6 +38,10 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     rb2_rotations: int = field(
         default=1, metadata={"help": "RewardBench 2 fourway: judge each item with the chosen answer in this many "
                              "positions (1-4); reports the first, their mean and right-in-all."})
+    dry_run: bool = field(
+        default=False, metadata={"help": "Check the run without a model and write nothing: read the data (split, "
+                                 "schema), print the items, judge prompts, completions and the most tokens they "
+                                 "can cost (what docs/scale.md prices)."})
 
     def __post_init__(self) -> None:
         from j1.eval.benchmarks import BENCHMARKS
