@@ -188,14 +188,16 @@ class _Batch:
 
 
 def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
-             on_done: Callable[[list[int]], None] | None = None) -> torch.Tensor:
+             on_done: Callable[[list[int]], None] | None = None,
+             on_step: Callable[[list[int]], None] | None = None) -> torch.Tensor:
     """Prompt + new tokens for every row of left-padded ``ids``/``mask`` (B, L), as ``generate``
     returns them: finished rows are padded with ``pad_token_id``, and the width is the longest row's.
 
     Rows with the same prompt (ids and mask) share its encoding. Call under ``torch.no_grad``.
     ``on_done(rows)`` is called with the rows that wrote their end-of-sequence token at a step, so a
     caller can report progress before the whole batch ends (rows stopped by the length limit are not
-    reported: they end with the batch).
+    reported: they end with the batch). ``on_step(rows)`` is called at every step with the rows that wrote
+    a token, so progress can be counted in tokens.
     """
     B, L = ids.shape
     device = ids.device
@@ -225,6 +227,8 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
             chosen = scores.argmax(dim=-1)
         out[rows, step] = chosen
         width = step + 1
+        if on_step is not None:
+            on_step(rows.tolist())
         before = done.clone() if on_done is not None else None
         done[rows] |= torch.isin(chosen, eos)
         if on_done is not None:

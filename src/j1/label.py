@@ -57,7 +57,8 @@ class LabelSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         default=None, metadata={"help": "JSONL/JSON/Parquet rows: 'prompt' and 'responses' (a list of two or more), "
                                 "or 'prompt', 'response_a' and 'response_b'; an optional 'id'."})
     out: str | None = field(
-        default=None, metadata={"help": "Run folder: judgments.jsonl (appended as judged), preferences.jsonl "
+        default=None, metadata={"help": "Run folder: judgments.jsonl (appended as judged), results.jsonl (each row "
+                                "judged, in file order), preferences.jsonl "
                                 "(prompt, chosen, rejected, verdicts, consistent, margin), run.json."})
     keep: str = field(
         default="consistent", metadata={"help": "consistent: only rows whose chosen-vs-rejected verdicts agree in "
@@ -139,6 +140,7 @@ class Row:
     id: str
     prompt: str
     responses: list[str]
+    source: str | None = None  # where it was read (file:line)
 
 
 def parse_row(obj: dict, where: str, default_id: str) -> Row:
@@ -160,7 +162,7 @@ def parse_row(obj: dict, where: str, default_id: str) -> Row:
     else:
         raise RowError(f"{where}: missing field 'responses' (a list of two or more strings; or 'response_a' "
                        "and 'response_b')")
-    return Row(str(obj.get("id", default_id)), prompt, list(responses))
+    return Row(str(obj.get("id", default_id)), prompt, list(responses), where)
 
 
 def load_rows(path: str | Path, limit: int | None = None) -> list[Row]:
@@ -228,17 +230,20 @@ def to_item(row: Row) -> Item:
     """A row as an eval Item: responses r0..r{K-1}, every pair i < j (the label slot is unused)."""
     names = [f"r{i}" for i in range(len(row.responses))]
     return Item(id=row.id, category="label", prompt=row.prompt, responses=dict(zip(names, row.responses, strict=True)),
-                pairs=[(a, b, "tie") for a, b in itertools.combinations(names, 2)])
+                pairs=[(a, b, "tie") for a, b in itertools.combinations(names, 2)], source=row.source)
 
 
-def preference_rows(fmt, rows: Sequence[Row], records: dict, keep: str) -> tuple[list[dict], dict]:
-    """The preference dataset from the read-back judgments, and the counts of what was dropped."""
+def preference_rows(fmt, rows: Sequence[Row], records: dict, keep: str) -> tuple[list[dict], dict, dict]:
+    """The preference dataset from the read-back judgments, the counts of what was dropped, and each row's
+    outcome by id (results.jsonl: chosen and rejected by name, consistent, vote margin, written or why not)."""
     out, counts = [], {"rows": len(rows), "no_valid_vote": 0, "inconsistent": 0, "incomplete": 0}
+    outcomes: dict[str, dict] = {}
     for row in rows:
         rec = records.get(row.id)
         item = to_item(row)
         if rec is None or not rec.complete(True):
             counts["incomplete"] += 1
+            outcomes[row.id] = _outcome(None, "incomplete")
             continue
         pairs = []
         for p, (first, second, _) in enumerate(item.pairs):
@@ -249,13 +254,25 @@ def preference_rows(fmt, rows: Sequence[Row], records: dict, keep: str) -> tuple
         record = _record(row, preference(len(row.responses), pairs))
         if record is None:
             counts["no_valid_vote"] += 1
+            outcomes[row.id] = _outcome(None, "no_valid_vote")
             continue
         if keep == "consistent" and not record["consistent"]:
             counts["inconsistent"] += 1
+            outcomes[row.id] = _outcome(record, "inconsistent")
             continue
+        outcomes[row.id] = _outcome(record, None)
         out.append(record)
     counts["written"] = len(out)
-    return out, counts
+    return out, counts, outcomes
+
+
+def _outcome(record: dict | None, dropped: str | None) -> dict:
+    """A row's ``outcome`` in results.jsonl: its preference (responses named r0, r1, ...), and whether it went
+    into preferences.jsonl or the reason it did not (incomplete, no_valid_vote, inconsistent)."""
+    pref = {"chosen": None, "rejected": None, "consistent": None, "vote_margin": None} if record is None else {
+        "chosen": f"r{record['chosen_index']}", "rejected": f"r{record['rejected_index']}",
+        "consistent": record["consistent"], "vote_margin": record["vote_margin"]}
+    return pref | {"written": dropped is None, "dropped": dropped}
 
 
 def logodds_margins(cfg: LabelSpec, records: Sequence[dict]) -> list[float]:
@@ -272,12 +289,13 @@ def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
               open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 label``; returns the counts (rows, written, dropped by reason). See ``run_eval`` for the
     backend arguments."""
+    from j1.eval.results import pair_view, write_results
     from j1.eval.runner import judge_run, judged_slots, open_run, plan
     from j1.eval.scoring import read_judgments
 
     rows = load_rows(cfg.data, cfg.limit)  # bad data fails before any folder or model
     # keep only filters what is written: a run may be resumed with the other choice
-    folder = open_run(cfg, "label", stale=("preferences.jsonl",))
+    folder = open_run(cfg, "label", stale=("preferences.jsonl", "results.jsonl"))
     fmt = get_format(cfg.format, cfg.template)
     items = [to_item(r) for r in rows]
     work = plan(items, fmt, judged_slots(folder.path), cfg.assistant_prefill)
@@ -286,11 +304,18 @@ def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
              cfg.samples, total - len(work), len(work))
     info = judge_run(cfg, folder, work, total, counts=dict(items=len(rows)), backend=backend,
                      open_backend=open_backend)
-    prefs, counts = preference_rows(fmt, rows, read_judgments(folder.result), cfg.keep)
+    records = read_judgments(folder.result)
+    prefs, counts, outcomes = preference_rows(fmt, rows, records, cfg.keep)
     if cfg.margin == "logodds" and prefs:
         for record, value in zip(prefs, logodds_margins(cfg, prefs), strict=True):
             record.update(margin=value, margin_kind="logodds")
     write_jsonl_atomic(folder.path / "preferences.jsonl", prefs)
+
+    def view(item, rec):  # no labels: nothing is right or wrong
+        return pair_view(fmt, item, rec, k=cfg.samples, scheme=None, thoughts=cfg.texts)
+
+    write_results(folder.path / "results.jsonl", "label", items, records, view, labelled=False, texts=cfg.texts,
+                  outcomes=outcomes)
     folder.write(cfg, **info, labels=counts)
     log.info("label: wrote %d of %d rows -> %s", counts["written"], len(rows), folder.path / "preferences.jsonl")
     return counts

@@ -1,5 +1,5 @@
 """The run-folder options of a command that judges a data file (``RunArgs``: ``--out``, ``--limit``,
-``--resume``, ``--max-error-rate``, ``--progress``; ``j1 eval``, ``j1 consistency``, ``j1 attack``,
+``--resume``, ``--max-error-rate``, ``--progress``, ``--no_texts``; ``j1 eval``, ``j1 consistency``, ``j1 attack``,
 ``j1 label``) and the bootstrap's resamples of a command that reports intervals (``BootArgs``:
 ``--n-boot``); ``j1.runinfo.RunFolder`` keeps the folder's rules."""
 
@@ -13,12 +13,15 @@ class RunArgs:
     """Where a judging run goes, how much of its data it takes and when it fails. A spec whose files or
     items differ restates ``out`` or ``limit`` with its own help (a field keeps its place in ``--help``)."""
 
-    out: str | None = field(default=None, metadata={"help": "Run folder: judgments.jsonl, metrics.json, report.md."})
+    out: str | None = field(default=None, metadata={
+        "help": "Run folder: judgments.jsonl, results.jsonl (one line per item, source order), metrics.json, report.md."})
     limit: int | None = field(default=None, metadata={"help": "Judge only the first K rows (file order)."})
     resume: bool = field(default=False, metadata={"help": "Continue the run in --out, skipping judged prompts."})
     max_error_rate: float = field(
         default=0.05, metadata={"help": "Fail when more than this share of prompts fail for good (after retries)."})
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
+    texts: bool = field(
+        default=True, metadata={"help": "Write each item's prompt and responses into results.jsonl (j1 show prints them)."})
 
     def _check_run(self, command: str, items: str) -> None:
         """The run options' checks; ``command`` names the command, ``items`` what ``--limit`` counts.

@@ -27,7 +27,7 @@ import random
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from j1.pairs import LABELS, ORDERS, shown, shown_label
 
@@ -398,3 +398,73 @@ class JudgmentLine:
             schema_version=row_version(obj, where),
             **lists,
         )
+
+
+@dataclass
+class ResultRecord:
+    """One judged item as a person reads it: a line of ``DIR/results.jsonl``, written in the source's order
+    by ``j1 eval``, ``j1 attack``, ``j1 consistency`` and ``j1 label`` (``j1.eval.results``; the fields are
+    in docs/evaluation.md). ``judgments`` has one entry per judge prompt (an order of a pair, a response
+    scored alone, a four-way rotation), ``pairs`` one per pair of the item; texts are None with ``--no_texts``.
+    """
+
+    schema_version: int = field(default=SCHEMA_VERSION, kw_only=True)
+    command: str
+    index: int
+    id: str
+    category: str
+    source: str | None
+    prompt: str | None
+    responses: list[dict]
+    label: str | None
+    judgments: list[dict]
+    pairs: list[dict]
+    accuracy: float | None
+    consistent: bool | None
+    flipped: bool | None
+    complete: bool
+    outcome: dict | None = None
+    meta: dict | None = None
+
+    # Each JSON key's type(s); None is allowed where the type tuple holds type(None).
+    TYPES: ClassVar[dict[str, tuple[type, ...]]] = {
+        "command": (str,), "index": (int,), "id": (str,), "category": (str,), "source": (str, type(None)),
+        "prompt": (str, type(None)), "responses": (list,), "label": (str, type(None)), "judgments": (list,),
+        "pairs": (list,), "accuracy": (int, float, type(None)), "consistent": (bool, type(None)),
+        "flipped": (bool, type(None)), "complete": (bool,), "outcome": (dict, type(None)), "meta": (dict, type(None)),
+    }
+    # What each entry of a list field must hold (the rest is documented, not required).
+    ENTRY_KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "responses": ("name", "text"), "judgments": ("slot", "shown", "verdict", "valid", "right", "line"),
+        "pairs": ("first", "second", "label", "verdict", "right", "flipped"),
+    }
+
+    @classmethod
+    def from_row(cls, obj: Mapping, where: str) -> ResultRecord:
+        """Raises RowError naming ``where`` and the field (``judgments[2]: missing 'valid'``)."""
+        values = {}
+        for key, kinds in cls.TYPES.items():
+            if key not in obj and type(None) in kinds and key in ("outcome", "meta"):
+                values[key] = None
+                continue
+            value = require(obj, key, kinds, where)
+            if isinstance(value, bool) and bool not in kinds:  # JSON true is no index or accuracy
+                raise RowError(f"{where}: field {key!r} must be {kinds[0].__name__}, got bool")
+            values[key] = value
+        for key, needed in cls.ENTRY_KEYS.items():
+            for k, entry in enumerate(values[key]):
+                if not isinstance(entry, dict):
+                    raise RowError(f"{where}: field '{key}[{k}]' must be an object, got {type(entry).__name__}")
+                missing = [n for n in needed if n not in entry]
+                if missing:
+                    raise RowError(f"{where}: field '{key}[{k}]' has no {missing[0]!r}")
+        return cls(**values, schema_version=row_version(obj, where))
+
+
+def read_results(path: str | os.PathLike) -> list[ResultRecord]:
+    """Every line of a ``results.jsonl``, validated, in file (source) order.
+
+    Raises:
+        RowError: a malformed line, naming ``path:line`` and the field.
+    """
+    return [ResultRecord.from_row(obj, f"{path}:{i}") for i, obj in iter_jsonl(path)]

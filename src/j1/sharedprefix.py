@@ -45,21 +45,24 @@ def prefix_cache(model, ids: torch.Tensor, mask: torch.Tensor, *, position_ids: 
     return cache
 
 
-def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, **generate_kwargs) -> torch.Tensor:
+def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, on_step=None, **generate_kwargs) -> torch.Tensor:
     """``model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)`` with each distinct
     left-padded prompt row encoded once. Returns prompt + new tokens, as ``generate`` does.
 
     On a CPU, Llama-family models decode with ``j1.decode`` (the prompt's cache read in place, a static
     cache for the new tokens, finished rows compacted away); anything else goes to ``generate``
     (``j1.device.fast_decode``).
-    ``on_done(rows)``: rows that ended with an end-of-sequence token, as they end (``j1.decode`` only).
+    ``on_done(rows)``: rows that ended with an end-of-sequence token, as they end; ``on_step(rows)``: the rows
+    that wrote a token at each step (``j1.decode``; ``generate`` reports through its ``stopping_criteria``).
     """
     from j1.device import fast_decode
 
     sampling = decode.sampling_for(model, generate_kwargs)
     if sampling is not None and decode.supports(model) and fast_decode(ids.device):
         with torch.no_grad():
-            return decode.generate(model, ids, mask, sampling, on_done=on_done)
+            return decode.generate(model, ids, mask, sampling, on_done=on_done, on_step=on_step)
+    if on_done is not None or on_step is not None:
+        generate_kwargs["stopping_criteria"] = reporting(model, on_step=on_step, on_done=on_done)
     if ids.shape[1] < 2:
         return model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)
     # Positions as generate counts them (from the padding mask), so the continuation lines up.
@@ -67,6 +70,36 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, **gener
     with torch.no_grad():
         cache = prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
     return model.generate(input_ids=ids, attention_mask=mask, cache=cache, **generate_kwargs)
+
+
+def reporting(model, *, on_step=None, on_done=None):
+    """A ``stopping_criteria`` for ``model.generate`` that never stops it but reports each step as
+    ``j1.decode`` does: ``on_step(rows)`` with the rows that wrote a token, ``on_done(rows)`` with those
+    whose token ended them (the model's end-of-sequence ids), so progress moves within a batch."""
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    eos = model.generation_config.eos_token_id
+    eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+
+    class Report(StoppingCriteria):
+        def __init__(self):
+            self.done: torch.Tensor | None = None
+
+        def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
+            ended = torch.isin(input_ids[:, -1], torch.tensor(eos or [-1], device=input_ids.device))
+            if self.done is None:
+                self.done = torch.zeros_like(ended)
+            wrote = ~self.done  # a row generate has finished is padded, and wrote nothing
+            if on_step is not None:
+                on_step(wrote.nonzero().flatten().tolist())
+            if on_done is not None:
+                new = (ended & wrote).nonzero().flatten().tolist()
+                if new:
+                    on_done(new)
+            self.done |= ended
+            return torch.zeros_like(ended)
+
+    return StoppingCriteriaList([Report()])
 
 
 def completion_logps(

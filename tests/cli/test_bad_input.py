@@ -161,7 +161,7 @@ CASES = [
     ("eval: bad config value", ["eval", "--benchmark", "judgebnch", "--data", "{d}/empty.jsonl", "--out", "{o}"],
      "--benchmark 'judgebnch': unknown; choose one of", "{o}"),
     ("score: not a run folder", ["score", "{d}"],
-     "{d}/run.json not found; is {d} a j1 eval run folder?", None),
+     "{d}/run.json not found; is {d} a j1 eval, consistency or attack run folder?", None),
     ("score: malformed judgments", ["score", "{d}/run"],
      "{d}/run/judgments.jsonl:2: missing field 'slot'", None),
     ("probe: missing data", ["probe", "--data", "{d}/missing.jsonl"],

@@ -42,6 +42,11 @@ INPUTS = {
     "wrongrun/run.json": json.dumps({"config": {"benchmark": "generic", "format": "pav", "samples": 1, "seed": 0}}),
     "wrongrun/judgments.jsonl": WRONG,
     "wrongrun/metrics.json": json.dumps({"x": 1}),
+    # a j1 label run: j1 score has nothing to rescore in it
+    "labelrun/run.json": json.dumps({"command": "label", "config": {"data": "rows.jsonl", "format": "pav"}}),
+    "labelrun/judgments.jsonl": WRONG,
+    "badshow/results.jsonl": '{"id": \n',
+    "wrongshow/results.jsonl": WRONG,
     "unknown.yaml": "foo: 1\n",
     "notmapping.yaml": "- a\n- b\n",
 }
@@ -108,6 +113,16 @@ CASES = [
     ("score: malformed", ["score", "badrun"], "badrun/run.json"),
     ("score: wrong schema", ["score", "wrongrun"], "wrongrun/judgments.jsonl:1"),
     ("score: invalid value", ["score", "wrongrun", "--n_boot", "0"], "--n-boot 0"),
+    ("score: a j1 label run", ["score", "labelrun"], "labelrun/run.json: a j1 label run; j1 score rescores"),
+    ("eval: no benchmark", ["eval", "--data", "pairs.jsonl", "--out", "out"], "needs --benchmark, one of: autoj, "),
+    ("eval: a split of a file", ["eval", "--benchmark", "generic", "--data", "pairs.jsonl", "--split", "test",
+                                 "--out", "out"], "--split 'test': --data pairs.jsonl is a file"),
+    # show
+    ("show: missing", ["show", "norun"], "norun/results.jsonl not found"),
+    ("show: empty", ["show", "emptydir"], "emptydir/results.jsonl not found"),
+    ("show: malformed", ["show", "badshow"], "badshow/results.jsonl:1"),
+    ("show: wrong schema", ["show", "wrongshow"], "wrongshow/results.jsonl:1: missing field 'command'"),
+    ("show: invalid value", ["show", "wrongshow", "--limit", "-1"], "--limit -1"),
     # probe
     ("probe: missing", ["probe", "--data", "missing.jsonl"], "missing.jsonl"),
     ("probe: empty", ["probe", "--data", "empty.jsonl"], "empty.jsonl"),

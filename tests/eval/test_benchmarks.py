@@ -140,6 +140,44 @@ def test_judgebench_gpt4o_split_fixture():
         load("judgebench", FIX / "judgebench.jsonl", split="gpt4")
 
 
+def test_a_missing_split_names_those_there_are(tmp_path):
+    # A file: its rows are in parts, and a part with no rows names the parts it has.
+    rows = [json.loads(x) for x in (FIX / "judgebench.jsonl").read_text().splitlines()]
+    gpt = tmp_path / "gpt_only.jsonl"
+    gpt.write_text("".join(json.dumps(r) + "\n" for r in rows if r["response_model"].startswith("gpt")))
+    with pytest.raises(RowError, match=r"no judgebench items in split 'claude'; its rows are in gpt-4o \(3 rows\)$"):
+        load("judgebench", gpt, split="claude")
+    with pytest.raises(ValueError, match=r"--split 'test': --data .* is a file; benchmark 'generic' picks nothing"):
+        load("generic", FIX / "generic.jsonl", split="test")
+    # A dataset folder (as `hf download --repo-type dataset` leaves it) is read by `datasets`, split by split.
+    folder = tmp_path / "pairs"
+    (folder / "data").mkdir(parents=True)
+    for name, n in (("train", 3), ("test", 2)):
+        (folder / "data" / f"{name}.jsonl").write_text("".join(
+            json.dumps({"id": f"{name}{i}", "prompt": f"p{i}", "chosen": "c", "rejected": "r"}) + "\n"
+            for i in range(n)))
+    assert [it.id for it in load("generic", folder, split="test")] == ["test0", "test1"]
+    assert [it.id for it in load("generic", folder, hf_split="test")] == ["test0", "test1"]  # the old flag
+    assert len(load("generic", folder)) == 3  # the benchmark's own split: train
+    assert load("generic", folder, split="test")[0].source == f"{folder}[test]:1"
+    with pytest.raises(ValueError, match=r"^--split 'dev': --data .*pairs has no such split; it has train, test$"):
+        load("generic", folder, split="dev")
+
+
+def test_one_split_flag_and_the_old_one_hidden(capsys):
+    from j1.cli.common import parse
+    from j1.cli.configs import EvalConfig
+    from j1.cli.main import main
+
+    base = ["--benchmark", "judgebench", "--data", "ScalerLab/JudgeBench", "--out", "o"]
+    assert parse(EvalConfig, [*base, "--hf_split", "claude"], prog="j1 eval").hf_split == "claude"
+    assert parse(EvalConfig, [*base, "--hf-split", "claude"], prog="j1 eval").hf_split == "claude"
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = capsys.readouterr().out
+    assert "--split SPLIT" in text and "hf_split" not in text and "hf-split" not in text
+
+
 def test_rmbench_fixture_json_array():
     items = load("rmbench", FIX / "rmbench.json")
     assert [it.id for it in items] == ["chat:1", "code:1", "safety-refuse:7"]

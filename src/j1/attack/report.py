@@ -118,7 +118,13 @@ def plot(out_dir: Path, report: dict) -> str | None:
 
 
 def write_report(out_dir: str | Path, report: dict, run: dict) -> Path:
+    """DIR/report.md and attacks.png; the report ends with one example per attack that fooled the judge
+    (from results.jsonl, ``j1.eval.show``)."""
+    from j1.eval.show import examples_of
+
     out_dir = Path(out_dir)
     path = out_dir / "report.md"
-    write_text_atomic(path, render_markdown(report, run, plot(out_dir, report)))
+    text = render_markdown(report, run, plot(out_dir, report))
+    examples = examples_of(out_dir, per_category=1)
+    write_text_atomic(path, text + ("\n".join(examples) + "\n" if examples else ""))
     return path

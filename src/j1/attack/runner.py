@@ -26,6 +26,7 @@ from j1.backends import Backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.metrics import PairOutcome
+from j1.eval.results import pair_view, write_results
 from j1.eval.runner import Work, judge_run, judged_slots, open_run
 from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
@@ -54,8 +55,8 @@ def load_rows(data: str | None, limit: int | None = None) -> list[PairRecord]:
     """
     path = str(data or DEFAULT_DATA)
     items = load_items(get_benchmark("generic"), path, limit=limit)
-    return [PairRecord(it.id, it.prompt, it.responses["A"], it.responses["B"], it.category, Path(path).stem)
-            for it in items]
+    return [PairRecord(it.id, it.prompt, it.responses["A"], it.responses["B"], it.category, Path(path).stem,
+                       meta={"row": it.source}) for it in items]
 
 
 def plan(pairs: Sequence[AttackPair], fmt: JudgeFormat, done: set[tuple[str, str]], prefill: str | None) -> list[Work]:
@@ -121,6 +122,25 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
     return report
 
 
+def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeFormat, records: dict, cfg) -> int:
+    """DIR/results.jsonl: each attack pair in row then attack order (``j1.eval.results``), the reference as
+    response A (the label) and the attack as B; ``outcome`` names the attack, its row and, for an attack that
+    names its own letter, its text when shown first (as A)."""
+    items, outcomes = [], {}
+    for row in rows:
+        for p in attack_pairs(row, fmt):
+            item = p.item()
+            item.source = row.meta.get("row")
+            items.append(item)
+            outcomes[item.id] = {"attack": p.attack, "row": row.id,
+                                 "attack_shown_first": p.as_a if p.as_a != p.as_b and cfg.texts else None}
+
+    def view(item, rec):  # the label is the reference (A): a verdict for the attack (B) is wrong
+        return pair_view(fmt, item, rec, k=cfg.samples, scheme="mean", thoughts=cfg.texts)
+
+    return write_results(path, "attack", items, records, view, labelled=True, texts=cfg.texts, outcomes=outcomes)
+
+
 def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 attack`` for an AttackConfig; returns the report.
 
@@ -130,7 +150,7 @@ def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend:
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model); default ``j1.backends.build_backend(cfg)``.
     """
-    folder = open_run(cfg, "attack", stale=("report.json", "report.md"))
+    folder = open_run(cfg, "attack", stale=("report.json", "report.md", "results.jsonl"))
     fmt = get_format(cfg.format, cfg.template)
     rows = load_rows(cfg.data, cfg.limit)
     pairs = [p for row in rows for p in attack_pairs(row, fmt)]
@@ -140,6 +160,7 @@ def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend:
              len(rows), len(ATTACKS), len(pairs), total, cfg.samples, total - len(work), len(work))
     model = judge_run(cfg, folder, work, total, counts=dict(rows=len(rows), pairs=len(pairs)), backend=backend,
                       open_backend=open_backend)["model"]
+    write_attack_results(folder.path / "results.jsonl", rows, fmt, read_judgments(folder.result), cfg)
     report = score_attack(folder.path, n_boot=cfg.n_boot)
     o = report["overall"]
     log.info("%s: attacks preferred in %.1f%% of verdicts, in both orders for %.1f%% of pairs, invalid %.1f%% "

@@ -19,7 +19,8 @@ class AttackSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
                                 "as j1 synth writes them (JSONL/JSON/Parquet). Default: 60 GSM8K test questions "
                                 "that ship with j1 (MIT)."})
     out: str | None = field(
-        default=None, metadata={"help": "Run folder: judgments.jsonl, report.json, report.md, attacks.png."})
+        default=None, metadata={"help": "Run folder: judgments.jsonl, results.jsonl (each attack pair), report.json, report.md, "
+                                "attacks.png."})
     limit: int | None = field(default=None, metadata={"help": "Attack only the first K rows (file order)."})
 
     def __post_init__(self) -> None:

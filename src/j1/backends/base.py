@@ -131,11 +131,15 @@ class Backend(ABC):
 
     @abstractmethod
     def stream(self, prompts: Sequence[Messages], params: SamplingParams,
-               on_finish: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
+               on_finish: Callable[[int], None] | None = None,
+               on_tokens: Callable[[list[int]], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
         """Yield ``(i, completions)`` for every prompt ``i`` exactly once. A backend that generates a
         batch together calls ``on_finish(i)`` when prompt ``i``'s samples have all ended, before the
         batch is yielded, so a progress bar can move with each prompt (it may skip prompts that end
-        with the batch, and backends that yield each prompt as it ends may ignore it)."""
+        with the batch, and backends that yield each prompt as it ends may ignore it), and
+        ``on_tokens([i, ...])`` at each decoding step with the prompt of every sample that wrote a token,
+        so progress is counted in tokens and its ETA holds while a batch decodes (a backend that sees no
+        steps may ignore it)."""
 
     def generate(self, prompts: Sequence[Messages], params: SamplingParams) -> list[list[Completion]]:
         out: list[list[Completion] | None] = [None] * len(prompts)

@@ -149,7 +149,8 @@ class LocalBackend(Backend):
         return batches
 
     def stream(self, prompts: Sequence[Messages], params: SamplingParams,
-               on_finish: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
+               on_finish: Callable[[int], None] | None = None,
+               on_tokens: Callable[[list[int]], None] | None = None) -> Iterator[tuple[int, list[Completion]]]:
         texts = [self.render(m) for m in prompts]
         lengths = [len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts]
         # A prompt that cannot fit the context with its answer is refused, not run: after the others.
@@ -164,7 +165,8 @@ class LocalBackend(Backend):
             # A prefilled prompt's completion is the whole assistant message (j1.chat).
             heads = [prefill(prompts[i]) for i in batch]
             outs = self._generate([texts[i] for i in batch], params, seed, heads,
-                                  on_done=_prompts_done(batch, params.n, on_finish) if on_finish else None)
+                                  on_done=_prompts_done(batch, params.n, on_finish) if on_finish else None,
+                                  on_step=_prompt_tokens(batch, params.n, on_tokens) if on_tokens else None)
             yield from zip(batch, outs, strict=True)
         if too_long:
             error = ContextTooLong.of(lengths[too_long[0]], params.max_new_tokens, context)
@@ -172,7 +174,8 @@ class LocalBackend(Backend):
             raise error
 
     def _generate(self, texts: list[str], params: SamplingParams, seed: int, heads: list[str],
-                  on_done: Callable[[list[int]], None] | None = None) -> list[list[Completion]]:
+                  on_done: Callable[[list[int]], None] | None = None,
+                  on_step: Callable[[list[int]], None] | None = None) -> list[list[Completion]]:
         import torch
 
         t0 = time.perf_counter()
@@ -194,13 +197,16 @@ class LocalBackend(Backend):
                 # would torch.compile the forward for it, again for every new batch shape: minutes a shape.
                 static = dict(cache_implementation="static", disable_compile=True) \
                     if engine == "generate (static cache)" else {}
+                if on_done is not None or on_step is not None:  # progress within the batch, as j1.decode gives
+                    static["stopping_criteria"] = sharedprefix.reporting(self.model, on_step=on_step, on_done=on_done)
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw, **static
                 )
             else:
                 # Each prompt encoded once for its n samples, then j1's decode (j1.sharedprefix, j1.decode).
                 out = sharedprefix.generate(
-                    self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), on_done=on_done, **gen_kw
+                    self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), on_done=on_done,
+                    on_step=on_step, **gen_kw
                 )
         new = out[:, ids.shape[1]:]
         eos = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
@@ -254,6 +260,12 @@ def _prompts_done(batch: list[int], n: int, on_finish: Callable[[int], None]) ->
                 on_finish(batch[p])
 
     return rows_done
+
+
+def _prompt_tokens(batch: list[int], n: int, on_tokens: Callable[[list[int]], None]) -> Callable[[list[int]], None]:
+    """Turn the generation rows that wrote a token at a step into ``on_tokens([i, ...])``: the prompt index
+    ``i = batch[p]`` of each such row (prompt p's samples are rows p*n .. p*n+n-1)."""
+    return lambda rows: on_tokens([batch[row // n] for row in rows])
 
 
 def _as_list(x) -> list[int]:

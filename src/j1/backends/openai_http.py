@@ -312,8 +312,8 @@ class OpenAIBackend(Backend):
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     def stream(self, prompts: Sequence[Messages], params: SamplingParams,
-               on_finish=None) -> Iterator[tuple[int, list[Completion]]]:
-        # Each prompt is yielded as its request returns: on_finish has nothing to add.
+               on_finish=None, on_tokens=None) -> Iterator[tuple[int, list[Completion]]]:
+        # Each prompt is yielded as its request returns (no steps seen): on_finish and on_tokens have nothing to add.
         if not prompts:
             return
         io = self._thread()

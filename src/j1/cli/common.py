@@ -42,7 +42,8 @@ def exit_with(prog: str, message: str):
 
 # The help of a --no_FIELD flag (argparse adds one per boolean field that defaults to true); the
 # field's own help describes turning it on.
-NEGATED_HELP = {"progress": "Hide the progress bar(s)."}
+NEGATED_HELP = {"progress": "Hide the progress bar(s).",
+                "texts": "Keep only the ids of the prompt and responses in results.jsonl (not their texts)."}
 CONFIG_HELP = ("A YAML file of option: value (keys are the option names without --); flags given beside it "
                "override it.")
 DEBUG_HELP = "On an error, show the traceback instead of the one-line message."

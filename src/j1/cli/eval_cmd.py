@@ -16,8 +16,13 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(EvalConfig, argv, prog="j1 eval")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.eval.runner import TooManyErrors, run_eval
+    from j1.eval.runner import TooManyErrors, plan_eval, run_eval
     from j1.schema import RowError
+
+    if cfg.dry_run:  # no model, no folder: the data read and the run's size printed
+        json.dump(plan_eval(cfg), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
 
     try:
         # The backend is built only if something is left to judge; the CLI supplies the API key.
@@ -59,19 +64,11 @@ def score_main(argv: Sequence[str]) -> int:
         argv = ["--run_dir", argv[0], *argv[1:]]
     cfg = parse(ScoreConfig, argv, prog="j1 score")
     setup_logging()
-    from j1.eval.runner import score_run
+    from j1.eval.rescore import rescore
 
-    run_dir = Path(cfg.run_dir)
-    for need in ("run.json", "judgments.jsonl"):
-        if not (run_dir / need).exists():
-            sys.stderr.write(f"j1 score: error: {run_dir / need} not found; is {run_dir} a j1 eval run folder?\n")
-            return 2
-    try:
-        json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except ValueError as exc:  # the rescoring would fail on it without naming the file
-        sys.stderr.write(f"j1 score: error: {run_dir / 'run.json'}: not valid JSON ({exc})\n")
-        return 2
-    metrics = score_run(run_dir, n_boot=cfg.n_boot)
+    # A folder it cannot rescore (not a run, a j1 label run, a damaged run.json) is a ValueError or a
+    # missing file: main prints it in one line and exits 2.
+    metrics = rescore(Path(cfg.run_dir), n_boot=cfg.n_boot)
     json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
               sys.stdout, indent=2)
     sys.stdout.write("\n")

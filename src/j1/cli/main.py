@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmup": ("j1.cli.warmup_cmd", "label-free SFT that teaches a small model the judge output format"),
     "synth": ("j1.cli.synth_cmd", "make training pairs: synth math | chat | mismatch | mix"),
     "eval": ("j1.cli.eval_cmd", "judge a benchmark (both orders, N samples) and score it"),
-    "score": ("j1.cli.score_cmd", "recompute metrics.json and report.md of an eval run, no model"),
+    "score": ("j1.cli.score_cmd", "recompute the metrics and report of an eval, consistency or attack run, no model"),
     "demo": ("j1.cli.demo_cmd", "the whole J1 loop on shipped data: example, eval before, train, eval after, report"),
     "serve": ("j1.cli.serve_cmd", "serve a judge over HTTP: OpenRLHF's /get_reward and /v1/judge, requests batched"),
     "probe": ("j1.cli.probe_cmd", "read a judge without sampling: pav verdict log-odds in both orders, pos expected scores"),
@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "label": ("j1.cli.label_cmd", "unlabelled responses -> a TRL preference dataset, judged in both orders"),
     "consistency": ("j1.cli.consistency_cmd", "label-free consistency over K responses per prompt: IPI, TOV, cycles"),
     "compare": ("j1.cli.compare_cmd", "several finished runs side by side: judges by benchmark"),
+    "show": ("j1.cli.show_cmd", "read a run example by example: prompt, responses side by side, each order's verdict"),
 }
 
 

@@ -24,6 +24,7 @@ class Item:
     responses: dict[str, str]
     pairs: list[tuple[str, str, str]]
     meta: dict = field(default_factory=dict)
+    source: str | None = None  # where it was read: ``file:line`` or ``id[split]:row`` (results.jsonl names it)
 
     def __post_init__(self) -> None:
         if not self.pairs:

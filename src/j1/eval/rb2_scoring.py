@@ -273,3 +273,46 @@ def score_rb2_run(out_dir: str | Path, run: dict, *, n_boot: int = 1000) -> dict
     write_json_atomic(out_dir / "metrics.json", metrics)
     write_rb2_report(out_dir, metrics, run)
     return metrics
+
+
+def rb2_view(item, rec: ItemRecord | None, cfg, k: int, thoughts: bool = True):
+    """The results.jsonl view of a RewardBench 2 item (``j1.eval.results.View``): one entry per four-way
+    rotation (the four answers as shown, the pick, right when it is the chosen answer) or per rated
+    answer; no pairs (the item is not judged pair by pair); accuracy = the official credit of rotation 1
+    (None for Ties, which is scored over prompts), consistent = the chosen answer picked in every rotation."""
+    from j1.eval.results import View, entry, slot_samples
+    from j1.judge import Sample
+
+    mode, rotations, seed = cfg.rb2_mode, cfg.rb2_rotations, cfg.seed
+    template = getattr(cfg, "template", None) or "full"
+    judgments = []
+    if uses_ratings(item.category, mode):
+        pos = get_format("pos", template)
+        for name in item.responses:
+            samples = slot_samples(pos, rec, name, "A", k)
+            score = mean_score(samples)
+            judgments.append(entry(rec, name, [name], samples, order=None, verdict=None, pick=None,
+                                   scores={name: score}, right=None, margin=None, thoughts=thoughts,
+                                   invalid=score is None))
+    else:
+        names = fourway_names(item.pairs)
+        for at in rotation_positions(item.id, seed, rotations):
+            slot = FOURWAY_SLOT + at
+            shown = arrangement(names, at)
+            line = rec.slots.get(slot) if rec is not None else None
+            texts = line.texts[:k] if line is not None else []
+            picks = [pick(t) for t in texts]
+            samples = [Sample(p.choice, None, p.thought, t, p.error) for p, t in zip(picks, texts, strict=True)]
+            choice = plurality([p.choice for p in picks], shared="invalid")  # as item_result reads it
+            valid = choice != "invalid"
+            judgments.append(entry(rec, slot, shown, samples, order=None, verdict=choice,
+                                   pick=shown[POSITIONS.index(choice)] if valid else None, scores=None,
+                                   right=choice == at if line is not None else None, margin=None,
+                                   thoughts=thoughts, invalid=not valid))
+    complete = rec is not None and all(s in rec.slots for s in required_slots(rec, mode, rotations, seed))
+    if not complete:
+        return View(judgments, [], False)
+    res = item_result(rec, mode=mode, rotations=rotations, seed=seed, k=k, template=template)
+    if res.ties is not None:
+        return View(judgments, [], True)
+    return View(judgments, [], True, res.official, res.consistent == 1.0, res.flip)

@@ -59,8 +59,8 @@ def report_warnings(metrics: dict) -> list[str]:
     return out
 
 
-def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
-    """The report text (percentages)."""
+def render_markdown(metrics: dict, run: dict, plots: list[str], examples: list[str] = ()) -> str:
+    """The report text (percentages); ``examples``: the lines of its Examples section (``j1.eval.show``)."""
     cfg = run.get("config", {})
     o = metrics["overall"]
     lines = [
@@ -105,7 +105,7 @@ def render_markdown(metrics: dict, run: dict, plots: list[str]) -> str:
                      "--samples N --temperature 1.0 to see how accuracy changes with k.")
     else:
         lines += [HEADER, *[_row(f"k={k}", b) for k, b in metrics["scaling"].items()]]
-    lines += [""] + [f"![{p}]({p})" for p in plots]
+    lines += [""] + [f"![{p}]({p})" for p in plots] + list(examples)
     return "\n".join(lines) + "\n"
 
 
@@ -177,8 +177,10 @@ def _plot_categories(out_dir: Path, metrics: dict, plt) -> str:
 
 
 def write_report(out_dir: str | Path, metrics: dict, run: dict) -> Path:
+    from j1.eval.show import examples_of
+
     out_dir = Path(out_dir)
     plots = plot(out_dir, metrics)
     path = out_dir / "report.md"
-    write_text_atomic(path, render_markdown(metrics, run, plots))
+    write_text_atomic(path, render_markdown(metrics, run, plots, examples_of(out_dir)))
     return path

@@ -105,7 +105,7 @@ def _cons_row(name: str, b: dict) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def render_consistency(metrics: dict, run: dict, plots: list[str]) -> str:
+def render_consistency(metrics: dict, run: dict, plots: list[str], examples: list[str] = ()) -> str:
     k = metrics["responses"]
     lines = _header(metrics, run, f"consistency ({k} responses per prompt)") + [
         "Label-free consistency (Sage, Feng et al. 2025): every pair of responses judged in both orders. "
@@ -130,7 +130,7 @@ def render_consistency(metrics: dict, run: dict, plots: list[str]) -> str:
     lines += ["", "## Per prompt", "", "| prompt | IPI | TOV | intransitive | invalid |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {p['id']} | {_pct(p['ipi'])} | {p['tov']} | {p['intransitive']}/{p['determined_triples']} | "
               f"{_pct(p['invalid_rate'])} |" for p in metrics["per_prompt"]]
-    lines += [""] + [f"![{p}]({p})" for p in plots]
+    lines += [""] + [f"![{p}]({p})" for p in plots] + list(examples)
     return "\n".join(lines) + "\n"
 
 
@@ -143,8 +143,14 @@ def write_consistency_report(out_dir: str | Path, metrics: dict, run: dict) -> P
     plots.append(_bars(out_dir, "prompts.png", [str(p["id"]) for p in per],
                        [("IPI (%)", [100 * p["ipi"] for p in per]), ("TOV rate (%)", [100 * p["tov_rate"] for p in per])]))
     path = out_dir / "report.md"
-    write_text_atomic(path, render_consistency(metrics, run, plots))
+    write_text_atomic(path, render_consistency(metrics, run, plots, _examples(out_dir)))
     return path
+
+
+def _examples(out_dir: Path) -> list[str]:
+    from j1.eval.show import examples_of
+
+    return examples_of(out_dir)
 
 
 # --- j1 compare -----------------------------------------------------------------------------------
@@ -238,7 +244,7 @@ def _rb2_row(name: str, b: dict) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def render_rb2(metrics: dict, run: dict, plots: list[str]) -> str:
+def render_rb2(metrics: dict, run: dict, plots: list[str], examples: list[str] = ()) -> str:
     rb2 = metrics["rb2"]
     o = metrics["overall"]
     lines = _header(metrics, run, f"rewardbench2 · mode {rb2['mode']} · rotations {rb2['rotations']}") + [
@@ -279,7 +285,7 @@ def render_rb2(metrics: dict, run: dict, plots: list[str]) -> str:
                   f"{ties['ref']} ref and {ties['tied']} tied prompts, {ties['paired']} with both twins."]
     lines += ["", "## Test-time scaling (first k samples of the same generations)", "", RB2_HEADER]
     lines += [_rb2_row(f"k={k}", b) for k, b in metrics["scaling"].items()]
-    lines += [""] + [f"![{p}]({p})" for p in plots]
+    lines += [""] + [f"![{p}]({p})" for p in plots] + list(examples)
     return "\n".join(lines) + "\n"
 
 
@@ -294,5 +300,5 @@ def write_rb2_report(out_dir: str | Path, metrics: dict, run: dict) -> Path:
                         ("consistent (%)", [100 * metrics["categories"][c]["consistent_accuracy"] for c in cats])],
                        xmax=101))
     path = out_dir / "report.md"
-    write_text_atomic(path, render_rb2(metrics, run, plots))
+    write_text_atomic(path, render_rb2(metrics, run, plots, _examples(out_dir)))
     return path

@@ -27,6 +27,7 @@ from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.items import Item, item_prompts
 from j1.eval.report import write_report
+from j1.eval.results import Viewer, pair_view, write_results
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
 from j1.judge import judging
@@ -65,6 +66,46 @@ def plan(items: list[Item], fmt, done: set[tuple[str, str]], prefill: str | None
             if (it.id, slot) not in done]
 
 
+class TokenProgress:
+    """The judging bar, counted in tokens and shown in prompts: each prompt's budget is its samples times
+    the token limit; a decoding step adds a token for each sample that wrote one (``Backend.stream``'s
+    ``on_tokens``), and a prompt that ends adds what is left of its budget. Prompts of a batch end
+    together, so a bar that counted finished prompts read, after the first early stop, as if the whole
+    batch would take that long per prompt; counted in tokens, its rate (and ETA) holds while a batch
+    decodes. A backend that reports no steps moves it one whole prompt at a time.
+
+    >>> class Bar:
+    ...     n = 0
+    ...     def update(self, k): self.n += k
+    >>> p = TokenProgress(Bar(), budget=4)
+    >>> p.tokens([7, 7, 9]); p.bar.n
+    3
+    >>> p.finish(7); p.finish(7); p.bar.n  # the rest of 7's budget, once
+    5
+    """
+
+    def __init__(self, bar, budget: int):
+        self.bar = bar
+        self.budget = budget
+        self.credited: dict[int, int] = {}
+
+    def tokens(self, keys: list[int]) -> None:
+        added = 0
+        for key in keys:
+            got = self.credited.get(key, 0)
+            if got < self.budget:
+                self.credited[key] = got + 1
+                added += 1
+        if added:
+            self.bar.update(added)
+
+    def finish(self, key: int) -> None:
+        left = self.budget - self.credited.get(key, 0)
+        if left > 0:
+            self.credited[key] = self.budget
+            self.bar.update(left)
+
+
 def judge_stream(
     backend: Backend,
     work: list[Work],
@@ -81,24 +122,23 @@ def judge_stream(
     """
     pending = dict(enumerate(work))
     errors = 0
-    bar = tqdm(total=len(work), desc="judging", unit="prompt", disable=not progress, dynamic_ncols=True)
-    counted: set[int] = set()  # work keys the bar has counted: once each, when generated or when written
-
-    def count(key: int) -> None:
-        if key not in counted:
-            counted.add(key)
-            bar.update(1)
-
+    budget = params.n * params.max_new_tokens
+    bar = tqdm(total=len(work) * budget, desc="judging", unit="prompt", unit_scale=1 / budget,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.0f} prompts [{elapsed}<{remaining}, "
+                          "{rate_fmt}]", disable=not progress, dynamic_ncols=True)
+    counted = TokenProgress(bar, budget)
     try:
         while pending:
             keys = list(pending)
             try:
-                # The local backend generates a batch together: on_finish moves the bar as each prompt ends.
+                # The local backend generates a batch together: on_tokens moves the bar at each decoding
+                # step, on_finish as each prompt ends.
                 for i, comps in backend.stream([pending[k].messages for k in keys], params,
-                                               on_finish=lambda i, keys=keys: count(keys[i])):
+                                               on_finish=lambda i, keys=keys: counted.finish(keys[i]),
+                                               on_tokens=lambda rows, keys=keys: counted.tokens([keys[i] for i in rows])):
                     w = pending.pop(keys[i])
                     out.write(judgment_line(w.item, w.slot, comps))
-                    count(keys[i])
+                    counted.finish(keys[i])
             except BackendError as exc:
                 # The HTTP backend names the failed prompt; record it and restart with the rest.
                 index = getattr(exc, "index", None)
@@ -106,7 +146,7 @@ def judge_stream(
                     raise
                 w = pending.pop(keys[index])
                 out.write(judgment_line(w.item, w.slot, error=str(exc)))
-                count(keys[index])
+                counted.finish(keys[index])
                 log.warning("item %s slot %s failed: %s", w.item.id, w.slot, exc)
                 if isinstance(exc, ContextTooLong):  # the judge cannot read this pair: invalid, not a failure
                     continue
@@ -132,14 +172,11 @@ def open_run(cfg, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str
 
 
 def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
-    """(Re)compute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json."""
+    """(Re)compute an eval run's DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json
+    (``j1 score`` goes through ``j1.eval.rescore``, which checks run.json first)."""
     import json
 
     run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
-    if run.get("command") == "consistency":  # j1 score also rescores a j1 consistency run
-        from j1.eval.consistency_scoring import score_consistency
-
-        return score_consistency(out_dir, n_boot=n_boot)
     cfg = run["config"]
     bench = get_benchmark(cfg["benchmark"])
     if bench.score is not None:  # a benchmark with its own rules writes its own metrics and report
@@ -237,6 +274,41 @@ def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int
             own.close()
 
 
+def plan_eval(cfg: EvalSpec) -> dict:
+    """``j1 eval --dry_run``: the run's size without a model or a folder: items (per category), judge prompts,
+    completions (prompts x samples), the most completion tokens (x max_new_tokens), and the prompts'
+    characters with a token estimate (4 characters a token, a rule of thumb for English text; the judge's
+    tokenizer is not loaded).
+
+    Raises:
+        RowError, ValueError, OSError: as a run would, before any model work.
+    """
+    from collections import Counter
+
+    bench = get_benchmark(cfg.benchmark)
+    fmt = get_format(cfg.format, cfg.template)
+    items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
+    render = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
+    messages = [with_prefill(m, cfg.assistant_prefill) for it in items for _, m in render(it)]
+    chars = sum(len(turn["content"]) for m in messages for turn in m)
+    return {
+        "benchmark": bench.name, "data": cfg.data, "split": cfg.split or cfg.hf_split, "format": fmt.name,
+        "model": cfg.model, "items": len(items), "categories": dict(Counter(it.category for it in items)),
+        "prompts": len(messages), "samples": cfg.samples, "completions": len(messages) * cfg.samples,
+        "max_new_tokens": cfg.max_new_tokens,
+        "most_completion_tokens": len(messages) * cfg.samples * cfg.max_new_tokens,
+        "prompt_characters": chars, "prompt_tokens_estimate": round(chars / 4),
+    }
+
+
+def eval_view(bench, fmt, cfg) -> Viewer:
+    """How results.jsonl reads an item of this benchmark: its own view (RewardBench 2), or pair by pair
+    under its scoring rule, over all samples."""
+    if bench.view is not None:
+        return lambda item, rec: bench.view(item, rec, cfg, cfg.samples, cfg.texts)
+    return lambda item, rec: pair_view(fmt, item, rec, k=cfg.samples, scheme=bench.scheme, thoughts=cfg.texts)
+
+
 def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Run ``j1 eval`` for an EvalConfig; returns the metrics.
 
@@ -247,7 +319,7 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
             finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
             the environment; the default, ``j1.backends.build_backend(cfg)``, sends none.
     """
-    folder = open_run(cfg, "eval", stale=("metrics.json", "report.md"))
+    folder = open_run(cfg, "eval", stale=("metrics.json", "report.md", "results.jsonl"))
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
@@ -256,7 +328,9 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
     log.info("%s: %d items", bench.name, len(items))
     judge_with_limits(cfg, items, fmt, folder, total, counts=dict(items=len(items)), backend=backend,
                       open_backend=open_backend, prompts=prompts)
-    metrics = score_run(folder.path, n_boot=cfg.n_boot)
+    write_results(folder.path / "results.jsonl", "eval", items, read_judgments(folder.result),
+                  eval_view(bench, fmt, cfg), labelled=True, texts=cfg.texts)
+    metrics = score_run(folder.path, n_boot=cfg.n_boot)  # after results.jsonl: report.md shows examples from it
     log.info("%s %s: accuracy %.3f, consistent %.3f, invalid %.3f (n=%d) -> %s", bench.name, fmt.name,
              metrics["overall"]["accuracy"], metrics["overall"]["consistent_accuracy"],
              metrics["overall"]["invalid_rate"], metrics["n"], folder.path)

@@ -38,6 +38,7 @@ class ItemRecord:
     category: str
     pairs: list[tuple[str, str, str]]
     slots: dict[str, JudgmentLine] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # slot -> its line in judgments.jsonl (1-based)
 
     def complete(self, pairwise: bool) -> bool:
         return all(s in self.slots for s in required_slots(self.pairs, pairwise))
@@ -79,6 +80,7 @@ def read_judgments(path: str | Path) -> dict[str, ItemRecord]:
         if old is not None and old.error is None:
             raise RowError(f"{where}: slot {line.slot!r} of item {line.item!r} was already judged on an earlier line")
         rec.slots[line.slot] = line
+        rec.lines[line.slot] = lineno
     return records
 
 

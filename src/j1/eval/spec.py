@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 
 from j1.backends.spec import BackendArgs, SamplingArgs
@@ -19,11 +20,15 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
                                 "mtbench_human, pandalm, autoj, hh_rlhf, generic or rewardbench2."})
     data: str | None = field(
-        default=None, metadata={"help": "Local JSONL/JSON/Parquet file, or a Hugging Face dataset id (needs network)."})
+        default=None, metadata={"help": "Local JSONL/JSON/Parquet file, a Hugging Face dataset id (needs network), or "
+                                "a dataset folder downloaded from the Hub."})
     split: str | None = field(
-        default=None, metadata={"help": "Benchmark part: JudgeBench 'gpt-4o' (the J1 paper's 350 pairs) or 'claude'."})
-    hf_split: str | None = field(
-        default=None, metadata={"help": "Hub split when --data is a dataset id (default: the benchmark's own)."})
+        default=None, metadata={"help": "The part of the data to judge: JudgeBench gpt-4o (the J1 paper's 350 pairs) "
+                                "or claude, from a file's rows or the Hub's split that holds them; with a Hugging "
+                                "Face id or a dataset folder, any of its splits (default: the benchmark's own, e.g. "
+                                "RewardBench 2 test). A split that is not there is named with those that are."})
+    # The old name of --split for a dataset's split, kept so that commands and YAML files that use it work.
+    hf_split: str | None = field(default=None, metadata={"help": argparse.SUPPRESS})
     ties: str | None = field(
         default=None, metadata={"help": "keep or drop tie-labelled items (default per benchmark: PPE and "
                                 "MT-Bench drop, the rest keep)."})
@@ -33,14 +38,20 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     rb2_rotations: int = field(
         default=1, metadata={"help": "RewardBench 2 fourway: judge each item with the chosen answer in this many "
                              "positions (1-4); reports the first, their mean and right-in-all."})
+    dry_run: bool = field(
+        default=False, metadata={"help": "Check the run without a model and write nothing: read the data (split, "
+                                 "schema), print the items, judge prompts, completions and the most tokens they "
+                                 "can cost (what docs/scale.md prices)."})
 
     def __post_init__(self) -> None:
         from j1.eval.benchmarks import BENCHMARKS
 
         self._setup_judge()
         self._setup_rewardbench2()
+        if self.benchmark is None:
+            raise ValueError(f"j1 eval needs --benchmark, one of: {', '.join(sorted(BENCHMARKS))}")
         if self.benchmark not in BENCHMARKS:
-            raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {sorted(BENCHMARKS)}")
+            raise ValueError(f"--benchmark {self.benchmark!r}: unknown; choose one of {', '.join(sorted(BENCHMARKS))}")
         if not self.data:
             raise ValueError("j1 eval needs --data (a local file or a Hugging Face dataset id)")
         self._check_run("j1 eval", "rows")
@@ -63,14 +74,40 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
 
 @dataclass
 class ScoreSpec(BootArgs):
-    """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl."""
+    """``j1 score DIR``: recompute DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl (``j1.eval.rescore``)."""
 
-    run_dir: str | None = field(default=None, metadata={"help": "The j1 eval run folder (also positional)."})
+    run_dir: str | None = field(default=None, metadata={
+        "help": "The run folder of j1 eval, j1 consistency or j1 attack (also positional)."})
 
     def __post_init__(self) -> None:
         if not self.run_dir:
             raise ValueError("j1 score needs the run folder: j1 score DIR")
         self._check_boot()
+
+
+@dataclass
+class ShowSpec:
+    """``j1 show RUN``: a run's results.jsonl example by example (``j1.eval.show``)."""
+
+    run_dir: str | None = field(default=None, metadata={
+        "help": "The run folder of j1 eval, attack, consistency or label (also positional)."})
+    wrong: bool = field(default=False, metadata={
+        "help": "Only items with a wrong verdict in some order (an invalid verdict is wrong)."})
+    flips: bool = field(default=False, metadata={"help": "Only items whose verdict changed with the order."})
+    invalid: bool = field(default=False, metadata={"help": "Only items with an invalid judgment (no verdict read)."})
+    category: str | None = field(default=None, metadata={"help": "Only items of this category."})
+    limit: int = field(default=10, metadata={"help": "Show the first N items that match, in source order (0: all)."})
+    chars: int = field(default=800, metadata={"help": "Cut each prompt, response and thought to N characters (0: whole)."})
+    width: int | None = field(default=None, metadata={"help": "Line width (default: the terminal's, else 100)."})
+
+    def __post_init__(self) -> None:
+        if not self.run_dir:
+            raise ValueError("j1 show needs the run folder: j1 show RUN")
+        for name in ("limit", "chars"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name} {getattr(self, name)}: must be >= 0 (0: no limit)")
+        if self.width is not None and self.width < 40:
+            raise ValueError(f"--width {self.width}: must be >= 40 (two responses side by side)")
 
 
 @dataclass

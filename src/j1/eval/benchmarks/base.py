@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,18 @@ class Benchmark:
             give one per conflict pair). ``where`` is ``file:line`` for error messages.
         scheme: how its accuracy is computed: the key of its scorer in ``j1.eval.metrics.SCORERS``.
         default_ties: "keep" or "drop" items labelled tie, when ``--ties`` is not given.
-        hf_split: the Hub split to load when ``--data`` is a dataset id.
-        splits: the ``--split`` values it accepts (None: it takes none).
+        hf_split: the split to load when ``--data`` is a dataset id (or a downloaded dataset folder).
+        splits: the parts ``--split`` picks from a file's rows (None: it has none; a dataset id or folder
+            takes any of its splits).
+        hub_splits: the dataset split that holds each part, where the names differ (JudgeBench's
+            ``gpt-4o`` part is its hub split ``gpt``).
+        part_of: ``row -> part``, to name the parts a file holds when the one asked for has no rows.
         prompts: ``(item, cfg) -> [(slot, messages)]`` for a benchmark that asks its own way
             (RewardBench 2: four-way picks or ratings); None: pairs in both orders, or each response alone.
         score: ``(out_dir, run, n_boot) -> metrics`` for a benchmark with its own scoring; it writes
             metrics.json and report.md. None: ``j1.eval.scoring`` under ``scheme``.
+        view: ``(item, rec, cfg, k) -> j1.eval.results.View``, its per-example record in results.jsonl,
+            for a benchmark that asks its own way. None: pairs in both orders, or each response alone.
     """
 
     name: str
@@ -53,8 +59,11 @@ class Benchmark:
     default_ties: str = "keep"
     hf_split: str = "train"
     splits: tuple[str, ...] | None = None
+    hub_splits: Mapping[str, str] = field(default_factory=dict)
+    part_of: Callable[[Mapping[str, Any]], str] | None = None
     prompts: Callable | None = None
     score: Callable | None = None
+    view: Callable | None = None
 
     def __post_init__(self) -> None:
         get_scorer(self.scheme)  # an unknown scheme fails when the benchmark is defined
@@ -76,30 +85,72 @@ def int_label(row: Mapping, key: str, where: str, allowed: Mapping[Any, str]) ->
     return allowed[norm]
 
 
+def source_split(bench: Benchmark, data: str, split: str | None, hf_split: str | None = None) -> tuple[str | None, str]:
+    """``(part, dataset split)`` that one ``--split`` names for ``data``: a file's rows are divided into the
+    benchmark's parts (JudgeBench's gpt-4o and claude, by response model); a dataset id or folder has
+    splits, and a part is read from the split that holds it. ``hf_split`` (the old flag, kept as an alias)
+    names the dataset split outright.
+
+    >>> from j1.eval.benchmarks import get_benchmark
+    >>> source_split(get_benchmark("judgebench"), "ScalerLab/JudgeBench", "gpt-4o")
+    ('gpt-4o', 'gpt')
+    >>> source_split(get_benchmark("rewardbench"), "allenai/reward-bench", "filtered")
+    (None, 'filtered')
+
+    Raises:
+        ValueError: a split named for a file whose benchmark has no such part, naming the parts.
+    """
+    parts = bench.splits or ()
+    if Path(data).is_file():
+        if split is not None and split not in parts:
+            raise ValueError(
+                f"--split {split!r}: --data {data} is a file; benchmark {bench.name!r} picks "
+                + (f"one of its parts {list(parts)} from a file's rows" if parts else
+                   "nothing from a file's rows (a split is a Hugging Face dataset's: give its id or a downloaded "
+                   "dataset folder)"))
+        return split, bench.hf_split
+    hub = hf_split or (bench.hub_splits.get(split, split) if split else bench.hf_split)
+    return (split if split in parts else None), hub
+
+
 def iter_rows(data: str, hf_split: str) -> Iterator[tuple[str, dict]]:
-    """``(where, row)`` from a local JSONL/JSON/Parquet file, or from the Hub when ``data`` is not a
-    local path (``where`` is ``file:line`` or ``id[split]:row``)."""
+    """``(where, row)`` from a local JSONL/JSON/Parquet file, or from ``datasets`` when ``data`` is a
+    dataset folder or a Hugging Face id (``where`` is ``file:line`` or ``id[split]:row``).
+
+    Raises:
+        ValueError: the dataset has no split ``hf_split``, naming the splits it has.
+    """
     path = Path(data)
-    if path.exists():
-        if path.is_dir():
-            raise RowError(f"--data {data}: is a folder; give a .jsonl, .json or .parquet file")
+    if path.is_file():
         for lineno, row in read_json_rows(path):
             yield f"{path}:{lineno}", row
         return
-    if data.count("/") != 1 or data.startswith((".", "/")) or Path(data).suffix in {".jsonl", ".json", ".parquet"}:
+    if not path.is_dir() and (data.count("/") != 1 or data.startswith((".", "/"))
+                              or path.suffix in {".jsonl", ".json", ".parquet"}):
         raise FileNotFoundError(f"--data {data}: no such file (and not a Hugging Face dataset id 'owner/name')")
-    try:
-        from datasets import load_dataset
-
-        dataset = load_dataset(data, split=hf_split)
-    except Exception as exc:  # noqa: BLE001 - datasets raises many types (network, auth, missing split)
-        raise RuntimeError(
-            f"--data {data}: not a local file, and loading it from the Hugging Face Hub (split {hf_split!r}) "
-            f"failed: {type(exc).__name__}: {exc}. Without network, download the dataset elsewhere and pass "
-            f"the file (JSONL/JSON/Parquet); pick another split with --hf-split."
-        ) from exc
-    for i, row in enumerate(dataset, start=1):
+    for i, row in enumerate(_load_split(data, hf_split), start=1):
         yield f"{data}[{hf_split}]:{i}", dict(row)
+
+
+def _load_split(data: str, split: str):
+    """``datasets.load_dataset(data, split=split)``, its failures in one line: a missing split names the
+    splits there are."""
+    from datasets import get_dataset_split_names, load_dataset
+
+    where = "a dataset folder" if Path(data).is_dir() else "not a local file, and loading it from the Hugging Face Hub"
+    try:
+        return load_dataset(data, split=split)
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types (network, auth, missing split)
+        try:
+            names = list(get_dataset_split_names(data))
+        except Exception:  # noqa: BLE001 - the names are a hint; the first failure is the error
+            names = None
+        if names and split not in names:
+            raise ValueError(f"--split {split!r}: --data {data} has no such split; it has {', '.join(names)}") from None
+        raise RuntimeError(
+            f"--data {data}: {where} (split {split!r}) failed: {type(exc).__name__}: {exc}. Without network, "
+            f"download the dataset elsewhere and pass the file (JSONL/JSON/Parquet) or its folder."
+        ) from exc
 
 
 def load_items(
@@ -120,17 +171,19 @@ def load_items(
     Raises:
         RowError: a malformed row (``file:line: field ...``), or no rows left after the filters.
     """
-    if split is not None and (bench.splits is None or split not in bench.splits):
-        raise ValueError(f"--split {split!r}: benchmark {bench.name!r} accepts {list(bench.splits or [])}")
+    part, dataset_split = source_split(bench, data, split, hf_split)
     ties = ties or bench.default_ties
     if ties not in ("keep", "drop"):
         raise ValueError(f"--ties {ties!r}: choose keep or drop")
-    ctx = Context(source=data, split=split)
+    ctx = Context(source=data, split=part)
     items: list[Item] = []
+    parts: Counter = Counter()  # the parts the rows belong to, to name them when the one asked for is empty
     rows = dropped = 0
-    for where, row in iter_rows(data, hf_split or bench.hf_split):
+    for where, row in iter_rows(data, dataset_split):
         if limit is not None and rows >= limit:
             break
+        if part is not None and bench.part_of is not None:
+            parts[bench.part_of(row)] += 1
         got = bench.parse_row(row, where, ctx)
         if ties == "drop":
             kept = [it for it in got if not it.has_tie]
@@ -138,11 +191,15 @@ def load_items(
             got = kept
         if got:
             rows += 1
+            for it in got:
+                it.source = where
             items.extend(got)
     if dropped:
         log.info("%s: dropped %d tie-labelled items (--ties drop)", bench.name, dropped)
     if not items:
-        raise RowError(f"--data {data}: no {bench.name} items" + (f" in split {split!r}" if split else ""))
+        there = ", ".join(f"{p} ({n} rows)" for p, n in sorted(parts.items()))
+        raise RowError(f"--data {data}: no {bench.name} items" + (f" in split {part!r}" if part else "")
+                       + (f"; its rows are in {there}" if there else ""))
     seen: Counter = Counter()
     for it in items:
         seen[it.id] += 1

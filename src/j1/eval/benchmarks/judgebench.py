@@ -5,7 +5,8 @@ Categories follow the JudgeBench paper: mmlu-pro-* -> knowledge, livebench-reaso
 livebench-math -> math, livecodebench -> coding. The J1 paper reports the GPT-4o split (350 pairs
 whose responses come from gpt-4o-2024-05-13): ``--split gpt-4o`` keeps rows whose ``response_model``
 starts with "gpt-4o" (``--split claude`` the Claude split), so the official combined file or the
-per-model file both work. Scoring uses JudgeBench's own rule (see ``metrics.judgebench_right``).
+per-model file both work; from the Hub (``--data ScalerLab/JudgeBench``) the same flag reads the split
+that holds the part (``gpt`` or ``claude``). Scoring uses JudgeBench's own rule (see ``metrics.judgebench_right``).
 """
 
 from __future__ import annotations
@@ -50,4 +51,15 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
     )]
 
 
-BENCHMARK = Benchmark("judgebench", parse_row, scheme="judgebench", hf_split="gpt", splits=SPLITS)
+def part_of(row) -> str:
+    """The part a row belongs to: the split whose model prefix its ``response_model`` has, else the model.
+
+    >>> part_of({"response_model": "gpt-4o-2024-05-13"}), part_of({"response_model": "llama"})
+    ('gpt-4o', 'llama')
+    """
+    model = str(row.get("response_model"))
+    return next((s for s in SPLITS if model.startswith(s)), model)
+
+
+BENCHMARK = Benchmark("judgebench", parse_row, scheme="judgebench", hf_split="gpt", splits=SPLITS,
+                      hub_splits={"gpt-4o": "gpt"}, part_of=part_of)

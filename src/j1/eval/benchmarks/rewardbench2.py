@@ -104,4 +104,10 @@ def _score(out_dir, run: dict, n_boot: int) -> dict:
     return score_rb2_run(out_dir, run, n_boot=n_boot)
 
 
-BENCHMARK = Benchmark("rewardbench2", parse_row, hf_split="test", prompts=prompts, score=_score)
+def _view(item: Item, rec, cfg: EvalSpec, k: int, thoughts: bool = True):
+    from j1.eval.rb2_scoring import rb2_view
+
+    return rb2_view(item, rec, cfg, k, thoughts)
+
+
+BENCHMARK = Benchmark("rewardbench2", parse_row, hf_split="test", prompts=prompts, score=_score, view=_view)
