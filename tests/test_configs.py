@@ -74,13 +74,15 @@ def test_configs_are_all_found():
     # The recursive glob sees every folder; update the floor when configs are removed, never skip files.
     folders = {p.relative_to(CONFIGS).parts[0] for p in YAMLS}
     assert {"synth", "warmup", "train", "eval", "accelerate"} <= folders
-    # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 5 GPU recipes
-    assert len([p for p in YAMLS if p.parent.name == "train"]) == 10
-    # one per CPU starting point (j1's GRPO recipe needs none for the format: its answer prefill gives it)
-    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 4
+    # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 5 GPU recipes of the
+    # paper + the thinking judge on one GPU (issue 51)
+    assert len([p for p in YAMLS if p.parent.name == "train"]) == 11
+    # one per CPU starting point (j1's GRPO recipe needs none for the format: its answer prefill gives it),
+    # and the thinking judge's format warm-up
+    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 5
     assert len([p for p in YAMLS if p.parent.name == "synth"]) == 8
     assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
-    assert len(YAMLS) == len(set(YAMLS)) == 28
+    assert len(YAMLS) == len(set(YAMLS)) == 30
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))
@@ -101,12 +103,36 @@ def test_flags_override_yaml():
     assert cfg.samples == 6 and cfg.max_new_tokens == 200  # the flag wins; other keys stay the YAML's
 
 
+def _paper_recipe(path: Path) -> bool:
+    """The paper's multi-GPU recipes (the one-GPU thinking judge of issue 51 is not one)."""
+    return _gpu_file(path) and path.parent.name == "train" and "thinking" not in path.stem
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("path", [p for p in YAMLS if _gpu_file(p) and p.parent.name == "train"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in YAMLS if _paper_recipe(p)], ids=lambda p: p.name)
 def test_gpu_recipe_parses_unchanged(path):
     j1cfg, grpo, _ = _train(path)
     assert grpo.bf16 and grpo.use_vllm and grpo.num_generations == 5 and grpo.learning_rate == 1e-6
+
+
+@pytest.mark.gpu
+def test_thinking_recipes_parse_unchanged():
+    """On the GPU, as bench/gpu_check.sh --think runs them: bf16, TRL's own generation (no vLLM there)."""
+    j1cfg, grpo, _ = _train(CONFIGS / "train" / "pav_135m_thinking_gpu.yaml")
+    assert grpo.bf16 and not grpo.use_cpu and not grpo.use_vllm and j1cfg.assistant_prefill == "<think>"
+    cfg, sft, _ = _warmup(CONFIGS / "warmup" / "pav_135m_thinking_gpu.yaml")
+    assert sft.bf16 and not sft.use_cpu and (cfg.verdicts, cfg.merge_lora) == ("random", False)
+
+
+def test_thinking_warmup_feeds_the_thinking_run():
+    """The warm-up writes the adapter the GRPO step starts from, with the same wording, prefill and LoRA."""
+    (wcfg, sft, wmodel), (gcfg, _, gmodel) = (_warmup(CONFIGS / "warmup" / "pav_135m_thinking_gpu.yaml", GPU_ONLY["bf16"]),
+                                              _train(CONFIGS / "train" / "pav_135m_thinking_gpu.yaml", GPU_ONLY["bf16"]))
+    assert gcfg.init_adapter == sft.output_dir and not wcfg.merge_lora
+    for key in ("formulation", "template", "assistant_prefill", "max_prompt_tokens", "lora_last_layers", "train_file"):
+        assert getattr(wcfg, key) == getattr(gcfg, key), key
+    for key in ("model_name_or_path", "lora_r", "lora_alpha", "lora_target_modules", "use_peft"):
+        assert getattr(wmodel, key) == getattr(gmodel, key), key
 
 
 def test_gpu_recipes_match_the_paper():
@@ -124,7 +150,7 @@ def test_gpu_recipes_match_the_paper():
 # --- The chain ---------------------------------------------------------------------------------------
 # Fields a command reads a path or a model from; what each command writes is derived in _outputs.
 INPUT_FIELDS = ("source", "inputs", "exclude", "train_file", "data", "model_name_or_path", "model", "judge",
-                "verify_with", "embedder")
+                "verify_with", "embedder", "init_adapter")
 EMBEDDED = {"embedded", "smollm2-135m"}  # names of the model that ships with j1
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?")  # owner/name, an optional :config
 

@@ -1,5 +1,7 @@
 """bench/gpu_check.sh --self-test: the GPU check's steps at tiny shapes on the CPU write every section of
-gpu.json with numbers, the table, and at most 8 files (what comes back from the GPU machine)."""
+gpu.json with numbers, the table, and at most 8 files (what comes back from the GPU machine); the parts
+that carry the weights split, stage and reassemble through gpu_check.sh (a missing and a corrupt part each
+stop with one line); the real judge's answers on 2 of make demo's pairs are the committed CPU reference's."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("setup", "pytest", "train_smoke", "decode", "serve", "train_8b")
+SECTIONS = ("parts", "setup", "judge", "pytest", "train_smoke", "decode", "serve", "train_8b")
 
 
 def _numbers(obj) -> int:
@@ -47,5 +49,18 @@ def test_self_test_writes_every_section(tmp_path):
     assert report["sections"]["decode"]["result"]["device"] == "cpu"
     serve = report["sections"]["serve"]["result"]["results"]["local"]
     assert serve["device"] == "cpu" and set(serve["concurrent_by_clients"]) == {"32", "64"}
+    parts = report["sections"]["parts"]
+    assert parts["status"] == "ok" and parts["parts"] == 3 and parts["reassembled_same"] and parts["unpacked_same"]
+    assert "not staged yet (missing: 2)" in parts["missing_part"]["line"]
+    assert "the part is corrupt" in parts["corrupt_part"]["line"] and parts["corrupt_part"]["returncode"] == 2
+    judge = report["sections"]["judge"]
+    assert judge["status"] == "ok", judge.get("tail")
+    run = judge["result"]["runs"]["auto"]
+    assert (run["device"], run["dtype"], run["pairs"]) == ("cpu", "float32", 2)
+    assert set(run["metrics"]["groups"]) == {"same source", "other sources"}
+    # the CPU's float32 answers on the same 4 judgments: the committed reference reproduces here
+    assert run["versus_cpu"]["compared"] == 4 and run["versus_cpu"]["same_text"] == 4, run["versus_cpu"]
+    assert judge["result"]["weights_sha256"] == judge["result"]["reference_weights_sha256"]
     table = (out / "gpu.md").read_text()
-    assert "| check | measured | goal | met? |" in table and len(report["checks"]) >= 8
+    assert "| check | measured | goal | met? |" in table and len(report["checks"]) >= 10
+    assert all(c["met"] == "yes" for c in report["checks"] if c["check"].startswith(("parts:", "j1-135m on")))

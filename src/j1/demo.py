@@ -88,6 +88,25 @@ def heldout_split(n: int, same_available: int, other_available: int) -> tuple[in
     return same, min(n - same, other_available)
 
 
+def heldout_groups(n: int) -> list[tuple[str, list]]:
+    """The first ``n`` shipped held-out pairs as the demo judges them (``heldout_split``), by group:
+    [(SAME_SOURCE, pairs), (OTHER_SOURCES, pairs)]."""
+    from j1.schema import read_pairs
+
+    n_same, n_other = heldout_split(n, *heldout_available())
+    return [(SAME_SOURCE, read_pairs(SAME_SOURCE_PAIRS)[:n_same]), (OTHER_SOURCES, read_pairs(HELDOUT_PAIRS)[:n_other])]
+
+
+def heldout_rows(n: int) -> list[dict]:
+    """The demo's held-out file: ``heldout_groups`` as rows, each with its group as ``category`` (j1 eval
+    reports each). The GPU check judges the same rows (bench/gpu_check.py).
+
+    >>> [r["category"] for r in heldout_rows(3)]
+    ['same source', 'same source', 'other sources']
+    """
+    return [{**dataclasses.asdict(p), "category": group} for group, pairs in heldout_groups(n) for p in pairs]
+
+
 def heldout_available() -> tuple[int, int]:
     """The shipped held-out pairs: (same source, other sources)."""
     return tuple(sum(1 for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
@@ -229,17 +248,13 @@ def stage_example(run: DemoRun, when: str) -> dict:
 def stage_data(run: DemoRun) -> None:
     from j1.atomic import write_jsonl_atomic
     from j1.data.mix import both_orders, mix
-    from j1.schema import read_pairs
 
     data = run.out / "data"
     # j1 synth mix's own draw and A/B placement; nothing held out (the held-out pairs come from elsewhere).
     train, _, _ = mix([str(TRAIN_PAIRS)], heldout_fraction=0.0, seed=run.cfg.seed)
     n_rows = write_jsonl_atomic(data / "train.jsonl", [r for p in train for r in both_orders(p, run.cfg.seed)])
-    n_same, n_other = heldout_split(run.cfg.heldout_pairs, *heldout_available())
-    groups = ((SAME_SOURCE, read_pairs(SAME_SOURCE_PAIRS)[:n_same]), (OTHER_SOURCES, read_pairs(HELDOUT_PAIRS)[:n_other]))
-    heldout = [p for _, pairs in groups for p in pairs]
-    write_jsonl_atomic(data / "heldout.jsonl",
-                       [{**dataclasses.asdict(p), "category": group} for group, pairs in groups for p in pairs])
+    heldout = [p for _, pairs in heldout_groups(run.cfg.heldout_pairs) for p in pairs]
+    write_jsonl_atomic(data / "heldout.jsonl", heldout_rows(run.cfg.heldout_pairs))
     lines = ["# Data of this demo", "", "| file | pairs | kinds | from | licence |", "|---|---|---|---|---|"]
     for name, pairs, extra in (("train.jsonl", train, f", {n_rows} rows (both orders)"), ("heldout.jsonl", heldout, "")):
         for source, n in sorted(Counter(p.source for p in pairs).items()):

@@ -13,6 +13,9 @@ from j1.train.dry_run import GIB, KNOWN_MODELS, ModelShape, count_parameters, me
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_RECIPES = sorted((REPO / "configs/train").glob("*gpu*.yaml"))
+# The paper's recipes (many GPUs, its batch); the thinking judge of issue 51 is a one-GPU recipe of its own.
+THINKING = REPO / "configs/train/pav_135m_thinking_gpu.yaml"
+PAPER_RECIPES = [p for p in GPU_RECIPES if p != THINKING]
 # The recipes read runs/j1-paper/data/train.jsonl, which only the synth chain writes; the dry runs read
 # the 460 GSM8K mismatch pairs that ship with j1 (enough for one 256-pair generation batch).
 DATA = str(REPO / "src/j1/assets/data/gsm8k_mismatch.jsonl")
@@ -35,11 +38,11 @@ def _dry_run(capsys, *argv):
 def test_every_gpu_recipe_is_covered():
     # 8B on 8 (colocate) and on 4+4 (server); 32B on 16+8 (server) and on 32 (colocate); 70B on 64.
     assert [p.name for p in GPU_RECIPES] == [
-        "pav_llama31_8b_gpu.yaml", "pav_llama31_8b_server_gpu.yaml", "pav_llama33_70b_gpu.yaml",
-        "pav_qwen3_32b_colocate_gpu.yaml", "pav_qwen3_32b_gpu.yaml"]
+        "pav_135m_thinking_gpu.yaml", "pav_llama31_8b_gpu.yaml", "pav_llama31_8b_server_gpu.yaml",
+        "pav_llama33_70b_gpu.yaml", "pav_qwen3_32b_colocate_gpu.yaml", "pav_qwen3_32b_gpu.yaml"]
 
 
-@pytest.mark.parametrize("recipe", GPU_RECIPES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("recipe", PAPER_RECIPES, ids=lambda p: p.stem)
 def test_gpu_recipe_dry_run(capsys, recipe):
     declared = yaml.safe_load(recipe.read_text())
     rc, out, err = _dry_run(capsys, "--config", str(recipe), "--train_file", DATA)
@@ -55,6 +58,39 @@ def test_gpu_recipe_dry_run(capsys, recipe):
     assert "j1's table of known models" in lines["model"]  # the count came from the table, not the Hub
     total = float(lines["memory"].split("(est.)")[1].split("GiB")[0])
     assert 10 < total < 80, lines["memory"]  # fits the paper's 80 GB GPUs
+
+
+def test_thinking_recipe_dry_run(capsys):
+    """The thinking judge of issue 51 (bench/gpu_check.sh --think): one GPU, sampled thoughts after a bare
+    "<think>", 16 pairs x 2 orders x 8 rollouts a step, on the shipped training pairs, time-boxed."""
+    rc, out, err = _dry_run(capsys, "--config", str(THINKING))  # its own train_file: the shipped pairs
+    assert rc == 0, err
+    assert out.splitlines()[0].endswith(": OK") and "the embedded model's config" in out
+    assert "1 training processes (unset: 1), ZeRO-0, vLLM off" in out
+    assert "16 pairs, 32 prompts, 256 rollouts" in out and "pair geometry OK" in out
+    assert "src/j1/assets/data/gsm8k_mismatch.jsonl: 460 pairs" in out
+    total = float(next(ln for ln in out.splitlines() if "memory" in ln).split("(est.)")[1].split("GiB")[0])
+    assert total < 78  # an H100's memory
+
+
+def test_thinking_recipe_samples_its_thought():
+    """No fixed thought: only "<think>" is prefilled and the whole completion is trained, with room for a
+    thought; a checkpoint every minute within the time box; a LoRA adapter small enough to come back
+    through a run's OUT (16 MiB a file): r16 on the last 8 of SmolLM2-135M's 30 blocks, fp32."""
+    from j1.cli.train_cmd import parse_train
+    from j1.train.warmup import fixed_thought
+
+    j1cfg, grpo, model = parse_train(["--config", str(THINKING), "--bf16", "false", "--use_cpu", "true"])
+    assert j1cfg.assistant_prefill == "<think>" and fixed_thought(j1cfg.assistant_prefill) is None
+    assert (j1cfg.formulation, j1cfg.loss_span, j1cfg.consistency) == ("pav", "all", "index")
+    assert j1cfg.consistency_weight is None or j1cfg.consistency_weight > 0  # the consistency reward is on
+    assert grpo.max_completion_length >= 128 and grpo.temperature == 1.0 and not grpo.use_vllm
+    assert j1cfg.max_minutes == 5 and j1cfg.save_minutes == 1
+    assert j1cfg.init_adapter == "runs/thinking-gpu/warmup"
+    # per block: q, o 576x576; k, v 576x192; gate, up, down 576x1536 -> r16 x (2x1152 + 2x768 + 3x2112) = 162,816
+    lora_params = 8 * 16 * (2 * 1152 + 2 * 768 + 3 * 2112)
+    assert model.lora_r == 16 and j1cfg.lora_last_layers == 8 and lora_params == 1_302_528
+    assert lora_params * 4 < 16 * 2**20  # 5.0 MiB in fp32
 
 
 def test_cpu_recipe_reads_the_embedded_config(capsys):
