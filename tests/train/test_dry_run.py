@@ -223,7 +223,7 @@ def test_gather_gib(stage, peft, vllm, gather, expected):
     assert got == pytest.approx(expected) and (why is None) == (expected == 0.0)
 
 
-@pytest.mark.parametrize("recipe", GPU_RECIPES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("recipe", PAPER_RECIPES, ids=lambda p: p.stem)
 def test_gpu_recipe_states_its_choices(recipe):
     """Each GPU recipe names its importance-sampling correction and its KL setting, the engine's context
     its prompts are checked against, and a signal grace period that its launch lines give torchrun."""

@@ -24,8 +24,10 @@ class TrainSpec:
     """``j1 train``: the J1 section. GRPOConfig (TRL) and ModelConfig keys are parsed beside it, so
     every TRL option works in the YAML or as a flag (``--learning_rate 1e-6``, ``--use_peft``)."""
 
-    # Fields that `--help` leaves to `--help-all`: diagnostics, not recipe choices.
-    ADVANCED: ClassVar[frozenset[str]] = frozenset({"reward_trace"})
+    # Fields that `--help` leaves to `--help-all`: diagnostics, and the multi-GPU launch settings a GPU recipe
+    # states once (its process count, ZeRO stage and signal grace), not choices made run by run.
+    ADVANCED: ClassVar[frozenset[str]] = frozenset({"reward_trace", "world_size", "zero_stage",
+                                                    "signal_grace_seconds"})
 
     formulation: str = field(
         default="pav", metadata={"help": f"Judge formulation: {', '.join(FORMULATIONS)} (multitask = pas + pos)."}
@@ -58,15 +60,13 @@ class TrainSpec:
     )
     loss_span: str = field(
         default="all",
-        metadata={"help": "Completion tokens the policy loss trains: all, or answer (the answer span alone; the "
-                  "thought still conditions it, the tokens after the closing tag leave the loss)."},
+        metadata={"help": "Completion tokens the policy loss trains: all, or answer (the answer span alone, "
+                  "normalised by its tokens; the thought conditions it)."},
     )
     importance_sampling: str = field(
         default="none",
-        metadata={"help": "Correction for rollouts sampled by vLLM but trained under the trainer's numbers: none (the "
-                  "J1 paper's GRPO), or TRL's token_truncate, token_mask, sequence_truncate, sequence_mask (TRL's "
-                  "default, which drops long rollouts first). Sets TRL's vllm_importance_sampling_* keys; with "
-                  "loss_span answer it is taken over the answer's tokens."},
+        metadata={"help": "vLLM rollouts' importance-sampling correction: none (the J1 paper's GRPO), token_truncate, "
+                  "token_mask, sequence_truncate or sequence_mask (TRL's default; drops long rollouts first)."},
     )
     invalid_advantage: float | None = field(
         default=None,
@@ -81,10 +81,9 @@ class TrainSpec:
     max_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_prompt_tokens: int | None = field(
         default=None,
-        metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens (CPU budgets). Pairs whose prompt "
-                  "plus max_completion_length exceeds the engine's context (vllm_max_model_length under vLLM, "
-                  "else the model's) are dropped in any case, counted with the model's tokenizer: the log, "
-                  "run.json (data) and --dry_run name how many and the longest."},
+        metadata={"help": "Drop pairs whose judge prompt exceeds this many tokens. Prompts that cannot fit the "
+                  "engine's context with max_completion_length are dropped in any case (counted in the log, "
+                  "run.json and --dry_run)."},
     )
     share_prompt_prefix: str = field(
         default="auto",
@@ -134,8 +133,8 @@ class TrainSpec:
     )
     dry_run: bool = field(
         default=False,
-        metadata={"help": "Check the recipe on the CPU without generating: parse, load the data, check the pair "
-                  "geometry at world_size, print prompts and rollouts per step and a memory estimate per GPU."},
+        metadata={"help": "Check the recipe on the CPU without generating: data, prompt lengths, pair geometry, "
+                  "rollouts per step, memory per GPU."},
     )
     reward_trace: bool = field(
         default=False,
