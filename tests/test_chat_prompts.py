@@ -37,6 +37,8 @@ def test_request_text(prompt, text):
     ([{"role": "user"}], "message 1 must be an object with string 'role' and 'content'"),
     ([{"role": "user", "content": "a"}, "b"], "message 2 must be"),
     ([{"role": 1, "content": "a"}], "message 1 must be"),
+    ([{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}], "message 2 has role 'wizard'; a chat"),
+    ([{"role": "User", "content": "a"}], "message 1 has role 'User'"),
     (3, "must be a string or a list of chat messages, got int"),
 ])
 def test_request_text_rejects(prompt, message):

@@ -158,7 +158,7 @@ def test_sigkilled_mid_run_then_resumed_loses_and_repeats_nothing(tmp_path):
                                                      for k, r in enumerate(_rows(data))})
 
 
-def test_a_local_pav_judge_gives_logodds_margins(tmp_path):
+def test_a_local_pav_judge_gives_logodds_margins(tmp_path, monkeypatch):
     """4 rows on the shipped judge (its manifest prefill leaves only the verdict to write; 6 new tokens close
     the answer): the margin is the verdict log-odds j1 probe reads, the vote margin stays beside it. (The
     20-row dataset test above uses the scripted judge: 20 rows here take a minute and a half on 2 CPUs.)"""
@@ -170,8 +170,14 @@ def test_a_local_pav_judge_gives_logodds_margins(tmp_path):
     spec = LabelSpec(model="j1-135m", data=str(data), out=str(tmp_path / "run"), keep="all", max_new_tokens=6,
                      progress=False)
     assert spec.margin == "logodds"  # auto, for a local pav judge
+    import j1.judges
+
+    loads = []
+    real_load = j1.judges.load_model
+    monkeypatch.setattr(j1.judges, "load_model", lambda *a, **k: loads.append(a) or real_load(*a, **k))
     counts = run_label(spec)
     assert counts["written"] == 4
+    assert len(loads) == 1  # one judge for the verdicts and the log-odds
     ds = load_dataset("json", data_files=str(tmp_path / "run" / "preferences.jsonl"), split="train")
     assert set(ds["margin_kind"]) == {"logodds"} and all(abs(m) < 50 for m in ds["margin"])
     assert all(v in (-1.0, 0.0, 1.0) for v in ds["vote_margin"])  # one greedy sample per order

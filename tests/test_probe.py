@@ -57,9 +57,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model):
-    from j1.probe import load_judge
+    from j1.probe import probe_model
 
-    return load_judge(str(tiny_model))
+    return probe_model(str(tiny_model))
 
 
 # --- statistics ------------------------------------------------------------------------------------
@@ -395,7 +395,7 @@ def test_an_adapter_is_applied_on_its_base(tiny_model, tmp_path):
     from transformers import AutoModelForCausalLM
 
     from j1.models import load_tokenizer
-    from j1.probe import load_judge
+    from j1.probe import probe_model
 
     torch.manual_seed(1)
     base = AutoModelForCausalLM.from_pretrained(tiny_model)
@@ -405,7 +405,7 @@ def test_an_adapter_is_applied_on_its_base(tiny_model, tmp_path):
     merged.save_pretrained(tmp_path / "merged")
     load_tokenizer(str(tiny_model)).save_pretrained(tmp_path / "merged")
     texts = forced_texts(load_tokenizer(str(tiny_model)), probe_rows(PAIRS))
-    read = {name: verdict_logodds(*load_judge(str(path)), texts)
+    read = {name: verdict_logodds(*probe_model(str(path)), texts)
             for name, path in [("adapter", tmp_path / "adapter"), ("merged", tmp_path / "merged"), ("base", tiny_model)]}
     assert read["adapter"] == pytest.approx(read["merged"], abs=1e-4)
     assert max(abs(x - y) for x, y in zip(read["adapter"], read["base"], strict=True)) > 1e-3

@@ -30,10 +30,10 @@ def mean_logprob(model, tokenizer, request: str, response: str, max_tokens: int 
 
 
 def main() -> None:
-    from j1.probe import load_judge
+    from j1.probe import probe_model
     from j1.train.data import load_pairs
 
-    model, tokenizer = load_judge("smollm2-135m")  # the embedded base, fp32, as j1 probe loads a judge
+    model, tokenizer = probe_model("smollm2-135m")  # the embedded base, fp32, as j1 probe loads a judge
     right: dict[str, list[bool]] = {}
     for p in load_pairs(sys.argv[1]):
         a, b = (mean_logprob(model, tokenizer, p.prompt, r) for r in (p.response_a, p.response_b))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from j1.atomic import write_jsonl_atomic
-from j1.backends import Backend
+from j1.backends import Backend, build_backend
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.eval.items import Item, item_prompts, pair_slot
 from j1.formats import get_format, require_arity
@@ -275,12 +275,16 @@ def _outcome(record: dict | None, dropped: str | None) -> dict:
     return pref | {"written": dropped is None, "dropped": dropped}
 
 
-def logodds_margins(cfg: LabelSpec, records: Sequence[dict]) -> list[float]:
+def logodds_margins(cfg: LabelSpec, records: Sequence[dict], backend: Backend | None = None) -> list[float]:
     """Each record's chosen-over-rejected verdict log-odds from the local judge ``cfg.model``, as ``j1 probe``
-    reads them (``j1.probe.pair_margins``)."""
-    from j1.probe import load_judge, pair_margins
+    reads them (``j1.probe.pair_margins``): from ``backend``'s model when it is the judge in fp32 (the judge is
+    loaded once), else from the judge loaded for the probe."""
+    from j1.probe import pair_margins, probe_model
 
-    model, tokenizer = load_judge(cfg.model)
+    if backend is not None and getattr(backend, "dtype", None) == "float32" and hasattr(backend, "model"):
+        model, tokenizer = backend.model, backend.tokenizer
+    else:
+        model, tokenizer = probe_model(cfg.model)
     return pair_margins(model, tokenizer, [(r["prompt"], r["chosen"], r["rejected"]) for r in records],
                         template=cfg.template, prefill=cfg.assistant_prefill, progress=cfg.progress)
 
@@ -302,13 +306,21 @@ def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("label: %d rows, %d judge prompts x %d samples; %d already judged, %d to go", len(rows), total,
              cfg.samples, total - len(work), len(work))
-    info = judge_run(cfg, folder, work, total, counts=dict(items=len(rows)), backend=backend,
-                     open_backend=open_backend)
-    records = read_judgments(folder.result)
-    prefs, counts, outcomes = preference_rows(fmt, rows, records, cfg.keep)
-    if cfg.margin == "logodds" and prefs:
-        for record, value in zip(prefs, logodds_margins(cfg, prefs), strict=True):
-            record.update(margin=value, margin_kind="logodds")
+    # Log-odds margins read the local judge too: it is opened once, for both, when there is work for it.
+    own = backend is None and cfg.margin == "logodds" and not cfg.base_url and bool(work)
+    if own:
+        backend = open_backend() if open_backend is not None else build_backend(cfg)
+    try:
+        info = judge_run(cfg, folder, work, total, counts=dict(items=len(rows)), backend=backend,
+                         open_backend=open_backend)
+        records = read_judgments(folder.result)
+        prefs, counts, outcomes = preference_rows(fmt, rows, records, cfg.keep)
+        if cfg.margin == "logodds" and prefs:
+            for record, value in zip(prefs, logodds_margins(cfg, prefs, backend), strict=True):
+                record.update(margin=value, margin_kind="logodds")
+    finally:
+        if own:
+            backend.close()
     write_jsonl_atomic(folder.path / "preferences.jsonl", prefs)
 
     def view(item, rec):  # no labels: nothing is right or wrong

@@ -207,9 +207,12 @@ class PromptFitter:
         n = self.longest(task) if budget is not None else None
         if n is None or n <= budget:
             return Fitted(task, n)
-        if self.limit.truncate == "error":
-            raise self.limit.too_long(n, f"; shorten the responses, or {self._hint}")
         parts = self._responses(task)
+        if self.limit.truncate == "error":
+            bare = self.longest(self._rebuild(task, {name: "" for name in parts}))
+            if bare is not None and bare > budget:  # truncation shortens responses only: it cannot help
+                raise self.limit.too_long(n, f"; the request's prompt alone takes {bare} tokens: shorten the prompt")
+            raise self.limit.too_long(n, f"; shorten the responses, or {self._hint}")
         names, texts = list(parts), list(parts.values())
         spans = [self._spans(t) for t in texts]
         if any(s is None for s in spans):

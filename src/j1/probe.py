@@ -219,7 +219,7 @@ def pair_scores(rows: Sequence[ProbeRow], scores: Sequence[float]) -> list[PairS
 # --- the model ------------------------------------------------------------------------------------
 
 
-def load_judge(model: str | None, base: str | None = None, dtype: str = "float32", device: str | None = None):
+def probe_model(model: str | None, base: str | None = None, dtype: str = "float32", device: str | None = None):
     """The model to probe (eval mode; an adapter stays unmerged) and its tokenizer (``j1.judges``), on
     ``device`` (default: cuda when present). fp32 everywhere: the log-odds are read, not sampled."""
     from j1.device import default_device
@@ -424,7 +424,7 @@ def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
         pairs = pairs[: cfg.limit]
     thought = probe.thought if cfg.thought is None else cfg.thought
     rows = probe.rows(pairs, template=cfg.template, thought=thought, quote_words=cfg.quote_words)
-    model, tokenizer = load_judge(cfg.model, cfg.base)
+    model, tokenizer = probe_model(cfg.model, cfg.base)
     texts = forced_texts(tokenizer, rows)
     check_context(model, tokenizer, texts, [r.name for r in rows])
     values = probe.read(model, tokenizer, texts, batch_size=cfg.batch_size, progress=cfg.progress)

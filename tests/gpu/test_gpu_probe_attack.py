@@ -17,10 +17,10 @@ def test_probe_logodds_on_the_device_match_the_cpu(tiny_model, tmp_path, device)
     from j1 import probe
     from j1.train.data import load_pairs
 
-    model, tok = probe.load_judge(str(tiny_model), device="cpu")
+    model, tok = probe.probe_model(str(tiny_model), device="cpu")
     texts = probe.forced_texts(tok, probe.probe_rows(load_pairs(str(write_pairs(tmp_path / "pairs.jsonl", 6)))))
     on_cpu = probe.verdict_logodds(model, tok, texts, batch_size=4)
-    model, tok = probe.load_judge(str(tiny_model), device=device)
+    model, tok = probe.probe_model(str(tiny_model), device=device)
     assert next(model.parameters()).device.type == device
     assert probe.verdict_logodds(model, tok, texts, batch_size=4) == pytest.approx(on_cpu, abs=1e-4)
 

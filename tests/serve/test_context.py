@@ -103,3 +103,16 @@ def test_a_max_new_tokens_that_fills_the_context_is_refused_at_start(judge):
 
     with pytest.raises(ValueError, match="max_new_tokens 8 leaves no room for a prompt in the context of 8 tokens"):
         create_app(judge, ServerSettings(max_context=8))
+
+
+def test_a_prompt_too_long_by_itself_is_told_so_not_to_truncate(judge):
+    """--truncate shortens responses only: a 413 for a request whose prompt alone overflows says so, and the
+    one for long responses keeps the --truncate advice."""
+    with running_app(judge) as (url, _):
+        with http().Client(timeout=60) as client:
+            long_prompt = client.post(url + "/v1/judge", json={"prompt": HUGE, "response_a": "4", "response_b": "5"})
+            long_answer = client.post(url + "/v1/judge", json={"prompt": PROMPT, "response_a": HUGE, "response_b": "5"})
+    message = long_prompt.json()["error"]["message"]
+    assert long_prompt.status_code == 413 and "the request's prompt alone takes" in message
+    assert "shorten the prompt" in message and "--truncate" not in message
+    assert "--truncate left|middle" in long_answer.json()["error"]["message"]

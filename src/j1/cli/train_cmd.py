@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, exit_with, removed_on_error, setup_logging
-from j1.cli.trl_args import parse_with_trl
+from j1.cli.trl_args import check_inputs, parse_with_trl
 from j1.train.spec import TrainRun, TrainSpec
 
 DESCRIPTION = ("J1 GRPO training of a judge on TRL: both orders of every pair in one batch, the J1 rewards, "
@@ -47,6 +47,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stdout.write(format_report(dry_run(j1cfg, grpo_args, model_args), recipe))
         return 0
     j1cfg, grpo_args, model_args = parse_train(argv)
+    check_inputs(argv)  # the train file and a model folder, before anything loads (ValueError/OSError: one line)
     check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
     from j1.train.spec import launcher_grace
 

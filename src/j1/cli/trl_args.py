@@ -92,7 +92,69 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(short_help(parser, classes[0], prog=prog, description=description))
         sys.exit(0)
+    import warnings
+
+    # transformers' notices of renamed TrainingArguments keys (TRL still sets the old names) say nothing to a user.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
     try:
         return parser.parse_args_and_config(argv)
     except (ValueError, OSError, *yaml_errors()) as exc:
-        exit_with(prog, error_message(exc))
+        try:  # a missing or malformed input is the real problem, before TRL's complaint (bf16 on a CPU)
+            check_inputs(argv)
+        except (ValueError, OSError, *yaml_errors()) as first:
+            exc = first
+        message = error_message(exc)
+        if "support bf16/gpu" in message:  # TRL's words, from a recipe left at bf16 on a machine without a GPU
+            message = ("this machine has no GPU for bf16 training: add --use_cpu true --bf16 false (the CPU recipes "
+                       "in configs/train/*_cpu.yaml set both)")
+        exit_with(prog, message)
+
+
+# Inputs a training run reads, checked before anything else: a typo in one is the real problem.
+INPUT_KEYS = ("train_file", "model_name_or_path")
+
+
+def flag_values(argv: Sequence[str], keys: Sequence[str]) -> dict[str, str]:
+    """The values ``keys`` get from ``--config FILE.yaml`` and the flags (``--key v``, ``--key=v``, dashed too).
+
+    >>> flag_values(["--train-file", "a.jsonl", "--model_name_or_path=m"], INPUT_KEYS)
+    {'train_file': 'a.jsonl', 'model_name_or_path': 'm'}
+    """
+    from j1.cli.common import _pop_config, _read_yaml_mapping
+
+    rest, path = _pop_config(list(argv))
+    values = {k: str(v) for k, v in (_read_yaml_mapping(path) if path else {}).items() if k in keys and v is not None}
+    for i, arg in enumerate(rest):
+        name, eq, value = arg.partition("=")
+        key = name.lstrip("-").replace("-", "_")
+        if name.startswith("--") and key in keys:
+            if eq:
+                values[key] = value
+            elif i + 1 < len(rest):
+                values[key] = rest[i + 1]
+    return values
+
+
+def check_inputs(argv: Sequence[str]) -> None:
+    """A missing or malformed training file, or a model path that does not exist, in one line naming the flag
+    (``j1 train`` and ``j1 warmup`` check them before any model loads).
+
+    Raises:
+        FileNotFoundError: the train file is not there.
+        ValueError: a malformed train file (``RowError``), or a model that looks like a path (not a hub id) and is
+            not there.
+    """
+    from pathlib import Path
+
+    values = flag_values(argv, INPUT_KEYS)
+    train = values.get("train_file")
+    if train and not Path(train).expanduser().exists():
+        raise FileNotFoundError(2, "No such file or directory", train)
+    if train:
+        from j1.train.data import load_pairs
+
+        load_pairs(train)  # a malformed row: RowError naming file:line and the field
+    model = values.get("model_name_or_path")
+    if model and (model.startswith(("/", ".", "~")) or model.count("/") > 1) and not Path(model).expanduser().exists():
+        raise ValueError(f"--model_name_or_path {model}: no such folder (give a model folder, smollm2-135m or a "
+                         "Hugging Face id)")

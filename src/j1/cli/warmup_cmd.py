@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
 from j1.cli.configs import WarmupConfig
-from j1.cli.trl_args import parse_with_trl
+from j1.cli.trl_args import check_inputs, parse_with_trl
 
 DESCRIPTION = ("SFT before J1 GRPO: label-free, to teach a model the judge output format (random verdicts, "
                "short thoughts), or --verdicts gold, to start it on the task; with the valid-output rate and "
@@ -24,6 +24,7 @@ def parse_warmup(argv: Sequence[str], prog: str = "j1 warmup"):
 
 def main(argv: Sequence[str]) -> int:
     cfg, sft_args, model_args = parse_warmup(argv)
+    check_inputs(argv)  # the train file and a model folder, before anything loads (ValueError/OSError: one line)
     check_hub_inputs(model_args)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.train.stopping import TrainingInterrupted

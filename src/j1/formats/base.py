@@ -16,7 +16,9 @@ Messages = list[dict[str, str]]
 Prompt = str | Messages
 
 _CLOSE_TAG = re.compile(r"</[^<>]+>")
-POSITIONS = ("A", "B", "C", "D")  # the letters shown responses go by, first shown first
+POSITIONS = ("A", "B", "C", "D")
+# The roles of OpenAI's chat format (which TRL's and the engines' chat templates read).
+ROLES = ("system", "developer", "user", "assistant", "tool")  # the letters shown responses go by, first shown first
 
 
 def _nonce(texts: tuple[str, ...], salt: int) -> str:
@@ -49,7 +51,8 @@ def request_text(prompt: Prompt) -> str:
     request keeps its turns inside the request fence.
 
     Raises:
-        ValueError: not a string nor a non-empty list of ``{"role": str, "content": str}``, naming the message.
+        ValueError: not a string nor a non-empty list of ``{"role": str, "content": str}`` with a chat role
+            (``ROLES``), naming the message.
 
     >>> request_text([{"role": "user", "content": "hi"}])
     'hi'
@@ -71,6 +74,9 @@ def request_text(prompt: Prompt) -> str:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
             shown = repr(m) if len(repr(m)) <= 80 else repr(m)[:77] + "..."
             raise ValueError(f"message {n} must be an object with string 'role' and 'content', got {shown}")
+        if m["role"] not in ROLES:
+            raise ValueError(f"message {n} has role {m['role'][:40]!r}; a chat message's role is one of "
+                             f"{', '.join(ROLES)}")
     if len(prompt) == 1 and prompt[0]["role"] == "user":
         return prompt[0]["content"]
     return "\n\n".join(f"{m['role']}: {m['content']}" for m in prompt)

@@ -6,8 +6,12 @@ import math
 from dataclasses import dataclass, field
 
 from j1.backends.spec import BackendArgs, SamplingArgs
+from j1.formats import get_format
+from j1.formats.spec import FORMAT_NAMES
 from j1.judge_spec import JudgeArgs
-from j1.serve.protocol import served_format
+from j1.serve.protocol import SERVED_ARITIES, served_format
+
+SERVED_FORMATS = [name for name in FORMAT_NAMES if get_format(name).arity in SERVED_ARITIES]
 
 
 @dataclass
@@ -16,6 +20,10 @@ class ServeSpec(JudgeArgs, BackendArgs, SamplingArgs):
     (--remote_rm_url http://HOST:PORT/get_reward), POST /v1/judge answers as j1 judge --json; requests
     are batched together for the judge."""
 
+    # Only the formats a request can be judged in (the four-way pick is no pair or single response).
+    format: str | None = field(
+        default=None, metadata={"help": f"Judge format: {', '.join(SERVED_FORMATS)}. Default: the judge's manifest "
+                                "(judge.json), else pav."})
     # Here the key clients of this server send; the judge's upstream key is --upstream_api_key_env.
     api_key_env: str | None = field(
         default=None, metadata={"help": "Environment variable holding the key clients must send as "
