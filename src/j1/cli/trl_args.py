@@ -98,7 +98,7 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
     try:
         return parser.parse_args_and_config(argv)
-    except (ValueError, OSError, *yaml_errors()) as exc:
+    except (ValueError, OSError, *yaml_errors()):
         try:  # a missing or malformed input is the real problem, before TRL's complaint (bf16 on a CPU)
             check_inputs(argv)
         except (ValueError, OSError, *yaml_errors()) as first:
