@@ -98,16 +98,24 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
     try:
         return parser.parse_args_and_config(argv)
-    except (ValueError, OSError, *yaml_errors()):
-        try:  # a missing or malformed input is the real problem, before TRL's complaint (bf16 on a CPU)
-            check_inputs(argv)
-        except (ValueError, OSError, *yaml_errors()) as first:
-            exc = first
-        message = error_message(exc)
+    except (ValueError, OSError, *yaml_errors()) as exc:
+        message = first_problem(argv, exc)
         if "support bf16/gpu" in message:  # TRL's words, from a recipe left at bf16 on a machine without a GPU
             message = ("this machine has no GPU for bf16 training: add --use_cpu true --bf16 false (the CPU recipes "
                        "in configs/train/*_cpu.yaml set both)")
         exit_with(prog, message)
+
+
+def first_problem(argv: Sequence[str], error: BaseException) -> str:
+    """The line to show for a parse that failed with ``error``: a missing or malformed input first (the real
+    problem), else ``error``'s own message."""
+    from j1.cli.common import error_message, yaml_errors
+
+    try:
+        check_inputs(argv)
+    except (ValueError, OSError, *yaml_errors()) as problem:
+        return error_message(problem)
+    return error_message(error)
 
 
 # Inputs a training run reads, checked before anything else: a typo in one is the real problem.
