@@ -82,7 +82,7 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
     """Parse ``argv`` (and ``--config FILE.yaml``) into one object per class; the first class is the J1
     section. ``--help`` prints the short help, ``--help-all`` TRL's full one; both exit 0. A bad value,
     or an unreadable config file exits 2 with one line."""
-    from j1.cli.common import error_message, exit_with, make_parser, yaml_errors
+    from j1.cli.common import exit_with, make_parser, yaml_errors
 
     argv = list(argv)
     parser = make_parser(classes, prog)
