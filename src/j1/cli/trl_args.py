@@ -107,15 +107,18 @@ def parse_with_trl(classes: Sequence[type], argv: Sequence[str], *, prog: str, d
 
 
 def first_problem(argv: Sequence[str], error: BaseException) -> str:
-    """The line to show for a parse that failed with ``error``: a missing or malformed input first (the real
-    problem), else ``error``'s own message."""
+    """The line to show for a parse that failed with ``error``: a flag's own bad value (it names the flag) as it
+    is; otherwise a missing or malformed input first (the real problem behind TRL's complaints), else ``error``."""
     from j1.cli.common import error_message, yaml_errors
 
+    message = error_message(error)
+    if message.startswith("--"):
+        return message
     try:
         check_inputs(argv)
     except (ValueError, OSError, *yaml_errors()) as problem:
         return error_message(problem)
-    return error_message(error)
+    return message
 
 
 # Inputs a training run reads, checked before anything else: a typo in one is the real problem.
