@@ -13,16 +13,16 @@ inputs and seed give the same verdicts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, get_format
-from j1.formats.base import Prompt, request_text
-from j1.judge import Judgment, judge_pairs, judge_single, judging, mean_score, to_sample
-from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest
+from j1.formats.base import INPUTS, Guidance, Prompt, request_text
+from j1.judge import Judgment, judge_pairs, judging, mean_score, to_sample
+from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest, warn_untrained_inputs
 
 # Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
 JUDGING_KEYS = Manifest.DEFAULTS
@@ -53,6 +53,10 @@ class Judge:
     Results are ``j1.judge.Judgment`` objects (``compare``) and ``{"score", "samples"}`` dicts
     (``score``), the objects ``j1 judge`` prints; ``j1.judge.to_json`` gives its ``--json`` dict. Use as a
     context manager, or call ``close`` to free the model or HTTP pool.
+
+    Every call takes ``criteria`` (what to judge by: free text, or ``j1.formats.templates.rubric_text`` of a
+    rubric) and ``reference`` (a gold answer), which the judge reads in fences of their own; a judge whose
+    manifest says it never read one in training is asked anyway, with a warning the first time.
     """
 
     def __init__(self, backend: Backend, fmt: JudgeFormat, params: SamplingParams, prefill: str | None, *,
@@ -64,6 +68,7 @@ class Judge:
         self.name = name
         self.manifest = manifest
         self.base_url = base_url
+        self._warned: set[str] = set()  # inputs this judge was warned about (once each)
 
     def sampling_params(self, samples: int | None = None) -> SamplingParams:
         """The judge's sampling settings with ``samples`` completions per prompt (None: its default).
@@ -77,42 +82,53 @@ class Judge:
             raise ValueError(f"samples {samples!r}: must be an integer >= 1")
         return replace(self.params, n=samples)
 
-    def compare(self, prompt: Prompt, response_a: str, response_b: str, samples: int | None = None) -> Judgment:
+    def compare(self, prompt: Prompt, response_a: str, response_b: str, samples: int | None = None, *,
+                criteria: str | None = None, reference: str | None = None) -> Judgment:
         """Judge one pair in both orders (pointwise judges score each response and compare). ``prompt``
         is the request, or the conversation (chat messages) the responses answer: the judge reads its
-        turns (``j1.formats.base.request_text``)."""
-        return self.compare_many([(prompt, response_a, response_b)], samples)[0]
+        turns (``j1.formats.base.request_text``). ``criteria`` and ``reference``: see the class."""
+        return self.compare_many([(prompt, response_a, response_b)], samples, criteria=criteria,
+                                 reference=reference)[0]
 
-    def compare_many(self, items: Sequence[tuple[Prompt, str, str]], samples: int | None = None) -> list[Judgment]:
-        """Judge ``(prompt, response_a, response_b)`` items; the backend gets all their prompts at once."""
+    def compare_many(self, items: Sequence[tuple[Prompt, str, str] | Mapping[str, Any]], samples: int | None = None,
+                     *, criteria: str | None = None, reference: str | None = None) -> list[Judgment]:
+        """Judge ``(prompt, response_a, response_b)`` items, or mappings with those keys and an item's own
+        ``criteria``/``reference`` (which win over the arguments); the backend gets all their prompts at once."""
         params = self.sampling_params(samples)
-        items = _check_texts(items, ("prompt", "response_a", "response_b"))
+        items, guides = _split_items(items, ("prompt", "response_a", "response_b"), Guidance(criteria, reference))
         if not items:
             return []
-        return judge_pairs(self.backend, self.format, list(items), params, self.prefill)
+        self._warn(guides)
+        return judge_pairs(self.backend, self.format, list(items), params, self.prefill, guides)
 
-    def score(self, prompt: Prompt, response: str, samples: int | None = None) -> dict:
+    def score(self, prompt: Prompt, response: str, samples: int | None = None, *, criteria: str | None = None,
+              reference: str | None = None) -> dict:
         """Pointwise score of one response: ``{"score": mean 0-10 or None, "samples": [...]}``, as
         ``j1 judge --format pos`` with one response prints it."""
-        params = self.sampling_params(samples)
-        self._check_pointwise()
-        ((prompt, response),) = _check_texts([(prompt, response)], ("prompt", "response"))
-        return judge_single(self.backend, self.format, prompt, response, params, self.prefill)
+        return self.score_many([(prompt, response)], samples, criteria=criteria, reference=reference)[0]
 
-    def score_many(self, items: Sequence[tuple[Prompt, str]], samples: int | None = None) -> list[dict]:
-        """``score`` for many ``(prompt, response)`` items, their prompts sent to the backend at once."""
+    def score_many(self, items: Sequence[tuple[Prompt, str] | Mapping[str, Any]], samples: int | None = None, *,
+                   criteria: str | None = None, reference: str | None = None) -> list[dict]:
+        """``score`` for many ``(prompt, response)`` items (or mappings, as ``compare_many`` takes), their prompts
+        sent to the backend at once."""
         params = self.sampling_params(samples)
         self._check_pointwise()
-        items = _check_texts(items, ("prompt", "response"))
+        items, guides = _split_items(items, ("prompt", "response"), Guidance(criteria, reference))
         if not items:
             return []
+        self._warn(guides)
         # judge_single for a batch: one generate call, each completion read as j1 judge reads it.
-        prompts = [with_prefill(self.format.render(p, r), self.prefill) for p, r in items]
+        prompts = [with_prefill(self.format.render(p, r, None, g), self.prefill)
+                   for (p, r), g in zip(items, guides, strict=True)]
         out = []
         for comps in self.backend.generate(prompts, judging(params, self.format)):
             samples_ = [to_sample(self.format, c, "A") for c in comps]
             out.append({"score": mean_score(samples_), "samples": samples_})
         return out
+
+    def _warn(self, guides: Sequence[Guidance]) -> None:
+        """Warn once per input this judge was not trained to read (``j1.judges.warn_untrained_inputs``)."""
+        warn_untrained_inputs(self.manifest, {i for g in guides for i in g.inputs}, self._warned, self.name)
 
     def label(self, rows: Sequence[dict], keep: str = "consistent", samples: int | None = None) -> list[dict]:
         """``j1 label`` in memory: rows ``{"prompt", "responses": [...]}`` (or ``response_a``/``response_b``)
@@ -160,15 +176,33 @@ class Judge:
         return f"Judge({self.name!r}, format={self.format.name!r}, samples={self.params.n})"
 
 
-def _check_texts(items: Sequence[Sequence[Any]], names: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The items with a conversation ``prompt`` as the text the judge reads (``request_text``).
+def _split_items(items: Sequence[Any], names: tuple[str, ...], default: Guidance
+                 ) -> tuple[list[tuple[str, ...]], list[Guidance]]:
+    """The items as text tuples (a conversation ``prompt`` as the text the judge reads, ``request_text``), and
+    each item's guidance: a mapping item's own ``criteria``/``reference`` where it gives them, else ``default``.
 
     Raises:
-        TypeError: naming the item and field that is not a string (nor, for ``prompt``, a list of chat
-            messages): the formats would fail obscurely.
+        TypeError: naming the item and field that is missing, unknown or not a string (nor, for ``prompt``, a
+            list of chat messages): the formats would fail obscurely.
+
+    >>> _split_items([{"prompt": "q", "response": "a", "reference": "4"}], ("prompt", "response"), Guidance("c"))
+    ([('q', 'a')], [Guidance(criteria='c', reference='4')])
     """
-    out = []
+    out, guides = [], []
     for k, item in enumerate(items):
+        guide = default
+        if isinstance(item, Mapping):
+            unknown = sorted(set(item) - {*names, *INPUTS})
+            if unknown:
+                raise TypeError(f"item {k}: unknown key {unknown[0]!r}; an item has {', '.join((*names, *INPUTS))}")
+            missing = [n for n in names if n not in item]
+            if missing:
+                raise TypeError(f"item {k}: missing key {missing[0]!r}")
+            try:
+                guide = Guidance(**{n: item[n] if item.get(n) is not None else getattr(default, n) for n in INPUTS})
+            except ValueError as exc:
+                raise TypeError(f"item {k}: {exc}") from None
+            item = tuple(item[n] for n in names)
         if len(item) != len(names):
             raise TypeError(f"item {k}: expected ({', '.join(names)}), got {len(item)} values")
         for name, value in zip(names, item, strict=True):
@@ -181,7 +215,8 @@ def _check_texts(items: Sequence[Sequence[Any]], names: tuple[str, ...]) -> list
                 kinds = "a string or a list of chat messages" if name == "prompt" else "a string"
                 raise TypeError(f"item {k}: {name} must be {kinds}, got {type(value).__name__}")
         out.append(tuple(request_text(v) if n == "prompt" else v for n, v in zip(names, item, strict=True)))
-    return out
+        guides.append(guide)
+    return out, guides
 
 
 def _names_judge(ref: str) -> bool:

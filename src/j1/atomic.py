@@ -25,9 +25,20 @@ def dumps(obj: Any) -> str:
 
 def plain(obj: Any) -> Any:
     """``obj`` as plain JSON values: dataclasses and mappings as dicts, tuples as lists, paths as strings,
-    enums as their values."""
+    enums as their values.
+
+    >>> from j1.schema import PairRecord
+    >>> sorted(plain(PairRecord("i", "q", "a", "b", "math", "s", reference="4")))[:4]
+    ['chosen', 'id', 'kind', 'meta']
+    >>> "criteria" in plain(PairRecord("i", "q", "a", "b", "math", "s")), plain(PairRecord("i", "q", "a", "b", "m", "s",
+    ...     reference="4"))["reference"]
+    (False, '4')
+    """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {k: plain(v) for k, v in dataclasses.asdict(obj).items()}
+        # A record's optional fields added after its files existed are left out when unset, so a file
+        # without them is written as before (``OMITTED_WHEN_NONE``: PairRecord's criteria, reference).
+        omitted = getattr(obj, "OMITTED_WHEN_NONE", ())
+        return {k: plain(v) for k, v in dataclasses.asdict(obj).items() if not (k in omitted and v is None)}
     if isinstance(obj, Mapping):
         return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -15,6 +15,7 @@ from j1.atomic import plain
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.chat import with_prefill
 from j1.formats import JudgeFormat, Verdict
+from j1.formats.base import Guidance
 from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, plurality, render_both
 
 
@@ -230,14 +231,17 @@ def judge_pairs(
     items: Sequence[tuple[str, str, str]],
     params: SamplingParams,
     prefill: str | None = None,
+    guides: Sequence[Guidance | None] | None = None,
 ) -> list[Judgment]:
     """Judge ``(prompt, response_a, response_b)`` items; all prompts of all items go to the backend
     at once so it can batch (locally) or run them concurrently (HTTP). ``prefill``: the fixed start
-    of every answer (``j1.chat``)."""
+    of every answer (``j1.chat``); ``guides``: each item's criteria and reference (None: none)."""
+    if guides is not None and len(guides) != len(items):
+        raise ValueError(f"{len(guides)} guides for {len(items)} items")
     slots: list[tuple[int, str]] = []
     prompts: list[Messages] = []
     for k, (prompt, a, b) in enumerate(items):
-        for slot, messages in render_both(fmt, prompt, a, b):
+        for slot, messages in render_both(fmt, prompt, a, b, guides[k] if guides is not None else None):
             slots.append((k, slot))
             prompts.append(with_prefill(messages, prefill))
     results = backend.generate(prompts, judging(params, fmt))
@@ -248,9 +252,10 @@ def judge_pairs(
 
 
 def judge_single(backend: Backend, fmt: JudgeFormat, prompt: str, response: str, params: SamplingParams,
-                 prefill: str | None = None) -> dict:
+                 prefill: str | None = None, guidance: Guidance | None = None) -> dict:
     """Pointwise judgment of one response: ``{"score": mean or None, "samples": [...]}``."""
-    comps = backend.generate([with_prefill(fmt.render(prompt, response), prefill)], judging(params, fmt))[0]
+    messages = with_prefill(fmt.render(prompt, response, None, guidance), prefill)
+    comps = backend.generate([messages], judging(params, fmt))[0]
     samples = [to_sample(fmt, c, "A") for c in comps]
     return {"score": mean_score(samples), "samples": samples}
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import require_arity
-from j1.formats.base import request_text
+from j1.formats.base import Guidance, request_text
 from j1.formats.spec import FORMAT_NAMES, PREFILL_HELP, TEMPLATE_CHOICES, check_format, check_template
+from j1.formats.templates import rubric_text
 from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest, judge_folder, named_judge
 from j1.limits import TRUNCATE
 
@@ -97,7 +98,28 @@ class JudgeArgs:
 
 
 @dataclass
-class JudgeSpec(JudgeArgs, BackendArgs, SamplingArgs):
+class CriteriaArgs:
+    """Criteria every judgment of a command reads (``j1 judge``, ``j1 label``): text, or a file's."""
+
+    criteria: str | None = field(default=None, metadata={
+        "help": "What to judge by, in plain words (e.g. 'security of the code'); the judge reads it in a fence of its "
+                "own, as data that cannot set the verdict."})
+    criteria_file: str | None = field(default=None, metadata={
+        "help": "Instead of --criteria: a text file, or a rubric (.yaml/.json: 'criteria' and 'levels', each a "
+                "score 0-10 with an optional name and a description, what the score formats pas, pavs, pos read)."})
+
+    def _setup_criteria(self) -> None:
+        """``--criteria_file`` read into ``criteria``; one of the two, and not empty."""
+        if self.criteria_file is not None:
+            if self.criteria is not None:
+                raise ValueError("--criteria and --criteria_file both give the criteria: pass one")
+            self.criteria = read_criteria_file(self.criteria_file)
+        if self.criteria is not None and not self.criteria.strip():
+            raise ValueError("--criteria is empty: give the text, or leave the flag out")
+
+
+@dataclass
+class JudgeSpec(JudgeArgs, CriteriaArgs, BackendArgs, SamplingArgs):
     """``j1 judge``: one prompt and one or two responses."""
 
     prompt: str | None = field(default=None, metadata={"help": "The user's request."})
@@ -106,6 +128,11 @@ class JudgeSpec(JudgeArgs, BackendArgs, SamplingArgs):
                 "{role, content} messages; the judge reads its turns."})
     response_a: str | None = field(default=None, metadata={"help": "The first response."})
     response_b: str | None = field(default=None, metadata={"help": "The second response (pairwise formats)."})
+    reference: str | None = field(default=None, metadata={
+        "help": "A gold answer to the request: the judge compares the responses with it (in a fence of its own)."})
+    show_prompt: bool = field(default=False, metadata={
+        "help": "Print the judge prompts as rendered (each order, or each response alone: system and user messages "
+                "and the prefill) and stop; no model is loaded."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of text."})
     min_margin: float = field(
         default=1.0, metadata={"help": "A local pav judge's verdict is marked low-confidence when it is no pick of A or "
@@ -126,8 +153,41 @@ class JudgeSpec(JudgeArgs, BackendArgs, SamplingArgs):
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ValueError(f"--{name} is empty: give the text to judge")
+        self._setup_criteria()
+        if self.reference is not None and not self.reference.strip():
+            raise ValueError("--reference is empty: give the text, or leave the flag out")
         if require_arity(self.format, (1, 2), "j1 judge").pairwise and self.response_b is None:
             raise ValueError(f"--format {self.format} compares two responses: add --response-b")
+
+    @property
+    def guidance(self) -> Guidance:
+        """What the judge reads besides the request and the responses."""
+        return Guidance(self.criteria, self.reference)
+
+
+def read_criteria_file(path: str) -> str:
+    """The criteria a ``--criteria_file`` holds: a rubric (``.yaml``, ``.yml``, ``.json``: an object with
+    ``criteria`` and ``levels``) written out by ``j1.formats.templates.rubric_text``, else the file's text.
+
+    Raises:
+        ValueError: an unreadable or empty file, a rubric that is not valid YAML/JSON or is malformed, naming the
+            file (and the field).
+    """
+    text = Path(path).read_text(encoding="utf-8")  # OSError names the file
+    if Path(path).suffix.lower() not in (".yaml", ".yml", ".json"):
+        if not text.strip():
+            raise ValueError(f"--criteria_file {path}: the file is empty")
+        return text.strip()
+    import yaml
+
+    try:
+        data = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--criteria_file {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ValueError(f"--criteria_file {path}{f':{mark.line + 1}' if mark else ''}: not valid YAML") from None
+    return rubric_text(data, f"--criteria_file {path}")
 
 
 def conversation_prompt(path: str) -> str:

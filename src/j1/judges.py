@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,8 @@ from j1.atomic import temp_file_beside
 log = logging.getLogger(__name__)
 
 MANIFEST = "judge.json"
-# 2: kind and base_weights (an adapter's exact base).
-MANIFEST_VERSION = 2
+# 2: kind and base_weights (an adapter's exact base). 3: inputs (what the judge was trained to read).
+MANIFEST_VERSION = 3
 ASSETS = Path(__file__).parent / "assets"
 SHIPPED_DIR = ASSETS / "judges"
 DEFAULT_JUDGE = "j1-135m"  # what judge, eval and probe use when no model is named
@@ -61,6 +62,10 @@ class Manifest:
         base_weights: the adapter's exact base weights (``j1.models.base_weights``): its j1 name, its hub id
             where one exists, where the weights came from and their checksum. The embedded base is the
             dequantized Q4_1 GGUF, not the hub's bf16 file, so an adapter judges as measured only on it.
+        inputs: what the judge read in training besides the request and the responses
+            (``j1.formats.base.INPUTS``: criteria, reference). A manifest written before the key existed
+            lists none: j1 could not render them then. Judging with another input warns once
+            (``untrained_inputs``).
     """
 
     format: str
@@ -75,6 +80,7 @@ class Manifest:
     trained_by: str | None = None
     kind: str | None = None
     base_weights: dict[str, Any] | None = None
+    inputs: list[str] = field(default_factory=list)
     schema_version: int = MANIFEST_VERSION
 
     # The fields a judging command takes from the manifest when its flag is not given.
@@ -87,6 +93,7 @@ class Manifest:
     def from_json(cls, data: Any, where: str) -> Manifest:
         """Raises ValueError naming ``where`` and the key for a malformed manifest."""
         from j1.formats import FORMATS, TEMPLATES
+        from j1.formats.base import INPUTS
 
         if not isinstance(data, dict):
             raise ValueError(f"{where}: a judge manifest is a JSON object")
@@ -111,6 +118,8 @@ class Manifest:
             ("metrics", isinstance(m.metrics, dict), "an object"),
             ("kind", m.kind in KINDS, f"one of {', '.join(k for k in KINDS if k)}"),
             ("base_weights", m.base_weights is None or isinstance(m.base_weights, dict), "an object"),
+            ("inputs", isinstance(m.inputs, list) and all(i in INPUTS for i in m.inputs)
+             and len(set(m.inputs)) == len(m.inputs), f"a list of distinct names from {', '.join(INPUTS)}"),
         ]
         for key, ok, want in checks:
             if not ok:
@@ -371,12 +380,46 @@ def apply_manifest(cfg, explicit_defaults: dict[str, Any]) -> Manifest | None:
     return manifest
 
 
+def untrained_inputs(manifest: Manifest | None, used: Iterable[str]) -> list[str]:
+    """The inputs in ``used`` that the judge of ``manifest`` never read in training (``Manifest.inputs``), in
+    ``j1.formats.base.INPUTS`` order; none for a plain model (no manifest: nothing is known).
+
+    >>> untrained_inputs(Manifest("pav", inputs=["reference"]), ["criteria", "reference"])
+    ['criteria']
+    >>> untrained_inputs(None, ["criteria"])
+    []
+    """
+    from j1.formats.base import INPUTS
+
+    if manifest is None:
+        return []
+    used = set(used)
+    return [name for name in INPUTS if name in used and name not in manifest.inputs]
+
+
+def warn_untrained_inputs(manifest: Manifest | None, used: Iterable[str], warned: set[str],
+                          name: str | None = None) -> list[str]:
+    """Log, once per input (``warned`` keeps what was said; the caller owns it: a judge, a run), that the judge
+    is asked with an input it never read in training: it may ignore it, or read it as it reads the responses.
+    Returns the inputs warned about now."""
+    new = [i for i in untrained_inputs(manifest, used) if i not in warned]
+    for i in new:
+        warned.add(i)
+        trained = ", ".join(manifest.inputs) if manifest.inputs else "none"
+        log.warning("the judge %sis asked with a %s it was never trained to read (its judge.json lists inputs: %s); "
+                    "it may ignore it. Train with --judge_inputs %s to teach it", f"{name} " if name else "", i,
+                    trained, i)
+    return new
+
+
 def trained_manifest(*, formulation: str, template: str, prefill: str | None, max_new_tokens: int,
-                     base_model: str | None, judge_dir: str | os.PathLike, trained_by: str) -> Manifest:
+                     base_model: str | None, judge_dir: str | os.PathLike, trained_by: str,
+                     inputs: Iterable[str] = ()) -> Manifest:
     """The manifest a training command writes beside its judge: asked as it was trained, greedily.
 
     A MultiTask judge is asked pairwise with verdicts (``pav``) by default; ``--format pos`` asks it
-    pointwise. ``base_model`` is the adapter's base (None for a full model).
+    pointwise. ``base_model`` is the adapter's base (None for a full model); ``inputs`` what its training
+    prompts showed besides the request and the responses.
     """
     from j1.formats import FORMATS
     from j1.models import EMBEDDED_NAME, base_weights
@@ -389,4 +432,5 @@ def trained_manifest(*, formulation: str, template: str, prefill: str | None, ma
         base_model=base_reference(base_model, judge_dir), name=Path(judge_dir).resolve().name, trained_by=trained_by,
         kind="full" if base_model is None else "adapter",
         base_weights=None if base_model is None else base_weights(base_model),
+        inputs=list(inputs),
     )

@@ -1,7 +1,9 @@
 """``j1 label``: turn unlabelled responses into a preference dataset in TRL's format, judged in both orders.
 
 Each input row is ``{"prompt", "responses": [...]}`` (two or more) or ``{"prompt", "response_a",
-"response_b"}``. Every pair of a row's responses is judged in both orders, as ``j1 eval`` does: all
+"response_b"}``, with an optional ``criteria`` (text or a rubric object; else ``--criteria``) and
+``reference`` (a gold answer) the judge reads. Every pair of a row's responses is judged in both orders, as
+``j1 eval`` does: all
 judge prompts stream to the backend, each finished one is appended to DIR/judgments.jsonl (fsynced),
 and ``--resume`` asks only the prompts without a line, so a killed run loses only what was in flight
 and repeats nothing. DIR/preferences.jsonl is then written whole (temp + rename) from the judgments.
@@ -28,16 +30,18 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from j1.atomic import write_jsonl_atomic
 from j1.backends import Backend, build_backend
 from j1.backends.spec import BackendArgs, SamplingArgs
-from j1.eval.items import Item, item_prompts, pair_slot
+from j1.data.pairs_io import row_inputs
+from j1.eval.items import Item, input_counts, item_prompts, pair_slot
 from j1.formats import get_format, require_arity
 from j1.judge import assemble
-from j1.judge_spec import JudgeArgs
+from j1.judge_spec import CriteriaArgs, JudgeArgs
+from j1.judges import warn_untrained_inputs
 from j1.pairs import ORDERS, Verdict, combine_orders, swap
 from j1.rewards.group import win_rates
 from j1.run_spec import RunArgs
@@ -50,7 +54,7 @@ MARGINS = ("auto", "logodds", "votes")
 
 
 @dataclass
-class LabelSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
+class LabelSpec(RunArgs, JudgeArgs, CriteriaArgs, BackendArgs, SamplingArgs):
     """``j1 label``: judge unlabelled responses in both orders and write TRL preference rows."""
 
     data: str | None = field(
@@ -71,6 +75,7 @@ class LabelSpec(RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
 
     def __post_init__(self) -> None:
         self._setup_judge()
+        self._setup_criteria()
         self._judges_as_written("j1 label keeps each response as written")
         require_arity(self.format, (2,), "j1 label")  # a preference is read from pairwise verdicts
         if not self.data:
@@ -141,10 +146,13 @@ class Row:
     prompt: str
     responses: list[str]
     source: str | None = None  # where it was read (file:line)
+    criteria: str | None = None  # what the judge reads besides the responses (j1.formats.base.Guidance)
+    reference: str | None = None
 
 
 def parse_row(obj: dict, where: str, default_id: str) -> Row:
-    """One input row: ``prompt`` and ``responses`` (two or more strings) or ``response_a``/``response_b``.
+    """One input row: ``prompt`` and ``responses`` (two or more strings) or ``response_a``/``response_b``;
+    optional ``id``, ``criteria`` (text or a rubric object) and ``reference``.
 
     Raises:
         RowError: naming ``where`` and the field.
@@ -162,11 +170,11 @@ def parse_row(obj: dict, where: str, default_id: str) -> Row:
     else:
         raise RowError(f"{where}: missing field 'responses' (a list of two or more strings; or 'response_a' "
                        "and 'response_b')")
-    return Row(str(obj.get("id", default_id)), prompt, list(responses), where)
+    return Row(str(obj.get("id", default_id)), prompt, list(responses), where, **row_inputs(obj, where))
 
 
-def load_rows(path: str | Path, limit: int | None = None) -> list[Row]:
-    """The first ``limit`` rows of ``path``.
+def load_rows(path: str | Path, limit: int | None = None, criteria: str | None = None) -> list[Row]:
+    """The first ``limit`` rows of ``path``; ``criteria`` for the rows that give none of their own.
 
     Raises:
         RowError: a malformed row (``file:line: field …``), a repeated id, or no rows.
@@ -178,6 +186,8 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[Row]:
             break
         where = f"{path}:{lineno}"
         row = parse_row(obj, where, str(lineno))
+        if row.criteria is None and criteria is not None:
+            row = replace(row, criteria=criteria)
         if row.id in seen:
             raise RowError(f"{where}: field 'id' {row.id!r} repeats an earlier row; ids must be unique")
         seen.add(row.id)
@@ -200,7 +210,8 @@ def label_rows(judge, rows: Sequence[dict], keep: str = "consistent", samples: i
         raise ValueError(f"label() reads pairwise verdicts; this judge is {judge.format.name!r} (pointwise)")
     parsed = [parse_row(obj, f"row {k}", str(k)) for k, obj in enumerate(rows)]
     asks = [(r, to_item(r)) for r in parsed]
-    flat = [(r.prompt, it.responses[a], it.responses[b]) for r, it in asks for a, b, _ in it.pairs]
+    flat = [{"prompt": r.prompt, "response_a": it.responses[a], "response_b": it.responses[b], "criteria": r.criteria,
+             "reference": r.reference} for r, it in asks for a, b, _ in it.pairs]
     judgments = iter(judge.compare_many(flat, samples))
     out = []
     for row, item in asks:
@@ -230,7 +241,8 @@ def to_item(row: Row) -> Item:
     """A row as an eval Item: responses r0..r{K-1}, every pair i < j (the label slot is unused)."""
     names = [f"r{i}" for i in range(len(row.responses))]
     return Item(id=row.id, category="label", prompt=row.prompt, responses=dict(zip(names, row.responses, strict=True)),
-                pairs=[(a, b, "tie") for a, b in itertools.combinations(names, 2)], source=row.source)
+                pairs=[(a, b, "tie") for a, b in itertools.combinations(names, 2)], source=row.source,
+                criteria=row.criteria, reference=row.reference)
 
 
 def preference_rows(fmt, rows: Sequence[Row], records: dict, keep: str) -> tuple[list[dict], dict, dict]:
@@ -275,10 +287,12 @@ def _outcome(record: dict | None, dropped: str | None) -> dict:
     return pref | {"written": dropped is None, "dropped": dropped}
 
 
-def logodds_margins(cfg: LabelSpec, records: Sequence[dict], backend: Backend | None = None) -> list[float]:
+def logodds_margins(cfg: LabelSpec, records: Sequence[dict], backend: Backend | None = None,
+                    guides: dict | None = None) -> list[float]:
     """Each record's chosen-over-rejected verdict log-odds from the local judge ``cfg.model``, as ``j1 probe``
-    reads them (``j1.probe.pair_margins``): from ``backend``'s model when it is the judge in fp32 (the judge is
-    loaded once), else from the judge loaded for the probe."""
+    reads them (``j1.probe.pair_margins``), with its row's criteria and reference (``guides``, by row id): from
+    ``backend``'s model when it is the judge in fp32 (the judge is loaded once), else from the judge loaded for
+    the probe."""
     from j1.probe import pair_margins, probe_model
 
     if backend is not None and getattr(backend, "dtype", None) == "float32" and hasattr(backend, "model"):
@@ -286,7 +300,8 @@ def logodds_margins(cfg: LabelSpec, records: Sequence[dict], backend: Backend | 
     else:
         model, tokenizer = probe_model(cfg.model)
     return pair_margins(model, tokenizer, [(r["prompt"], r["chosen"], r["rejected"]) for r in records],
-                        template=cfg.template, prefill=cfg.assistant_prefill, progress=cfg.progress)
+                        template=cfg.template, prefill=cfg.assistant_prefill, progress=cfg.progress,
+                        guides=[guides[r["id"]] for r in records] if guides is not None else None)
 
 
 def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
@@ -297,11 +312,13 @@ def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
     from j1.eval.runner import judge_run, judged_slots, open_run, plan
     from j1.eval.scoring import read_judgments
 
-    rows = load_rows(cfg.data, cfg.limit)  # bad data fails before any folder or model
+    rows = load_rows(cfg.data, cfg.limit, cfg.criteria)  # bad data fails before any folder or model
     # keep only filters what is written: a run may be resumed with the other choice
     folder = open_run(cfg, "label", stale=("preferences.jsonl", "results.jsonl"))
     fmt = get_format(cfg.format, cfg.template)
     items = [to_item(r) for r in rows]
+    inputs = input_counts(items)
+    warn_untrained_inputs(cfg.manifest, inputs, set(), cfg.model)
     work = plan(items, fmt, judged_slots(folder.path), cfg.assistant_prefill)
     total = sum(len(item_prompts(fmt, it)) for it in items)
     log.info("label: %d rows, %d judge prompts x %d samples; %d already judged, %d to go", len(rows), total,
@@ -311,12 +328,13 @@ def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
     if own:
         backend = open_backend() if open_backend is not None else build_backend(cfg)
     try:
-        info = judge_run(cfg, folder, work, total, counts=dict(items=len(rows)), backend=backend,
+        info = judge_run(cfg, folder, work, total, counts=dict(items=len(rows), inputs=inputs), backend=backend,
                          open_backend=open_backend)
         records = read_judgments(folder.result)
         prefs, counts, outcomes = preference_rows(fmt, rows, records, cfg.keep)
         if cfg.margin == "logodds" and prefs:
-            for record, value in zip(prefs, logodds_margins(cfg, prefs, backend), strict=True):
+            guides = {it.id: it.guidance for it in items}
+            for record, value in zip(prefs, logodds_margins(cfg, prefs, backend, guides), strict=True):
                 record.update(margin=value, margin_kind="logodds")
     finally:
         if own:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # formats import this module; only the type is needed here
-    from j1.formats.base import JudgeFormat, Messages
+    from j1.formats.base import Guidance, JudgeFormat, Messages
 
 
 class Verdict(enum.StrEnum):
@@ -163,12 +163,15 @@ def compare_scores(score_a: float | None, score_b: float | None) -> Verdict:
     return Verdict.TIE
 
 
-def render_both(fmt: JudgeFormat, prompt: str, response_a: str, response_b: str) -> list[tuple[str, Messages]]:
+def render_both(fmt: JudgeFormat, prompt: str, response_a: str, response_b: str,
+                guidance: Guidance | None = None) -> list[tuple[str, Messages]]:
     """The prompts that judge one pair: ``[(order, messages)]`` in AB then BA for pairwise formats,
-    or ``[("A", …), ("B", …)]`` (each response alone) for the pointwise format."""
+    or ``[("A", …), ("B", …)]`` (each response alone) for the pointwise format; every prompt shows the same
+    ``guidance`` (criteria, reference), which names no position."""
     if fmt.pairwise:
-        return [(o.value, fmt.render(prompt, *shown(response_a, response_b, o))) for o in ORDERS]
-    return [(slot, fmt.render(prompt, r)) for slot, r in zip(SLOTS, (response_a, response_b), strict=True)]
+        return [(o.value, fmt.render(prompt, *shown(response_a, response_b, o), guidance)) for o in ORDERS]
+    return [(slot, fmt.render(prompt, r, None, guidance)) for slot, r in zip(SLOTS, (response_a, response_b),
+                                                                             strict=True)]
 
 
 def slots(pairwise: bool) -> tuple[str, ...]:

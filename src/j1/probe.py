@@ -130,12 +130,12 @@ def thought_for(pair: Pair, order: str, thought: str = DEFAULT_THOUGHT, quote_wo
 def probe_rows(
     pairs: Sequence[Pair], *, template: str = "full", thought: str = DEFAULT_THOUGHT, quote_words: int = 0
 ) -> list[ProbeRow]:
-    """Both orders of every pair (AB then BA), worded with the judge ``template``, each ending with
-    the forced answer start (``answer_head``)."""
+    """Both orders of every pair (AB then BA), worded with the judge ``template`` (with the pair's criteria and
+    reference, when it has them), each ending with the forced answer start (``answer_head``)."""
     fmt = get_format("pav", template)
     rows: list[ProbeRow] = []
     for pair in pairs:
-        for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b):
+        for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b, pair.guidance):
             head = answer_head(thought_for(pair, order, thought, quote_words))
             rows.append(ProbeRow(pair, order, with_prefill(messages, head)))
     return rows
@@ -151,7 +151,7 @@ def score_rows(
     for pair in pairs:
         for slot, response in (("A", pair.response_a), ("B", pair.response_b)):
             head = answer_head(thought_for(pair, slot, thought, quote_words), "pos")
-            rows.append(ProbeRow(pair, slot, with_prefill(fmt.render(pair.prompt, response), head)))
+            rows.append(ProbeRow(pair, slot, with_prefill(fmt.render(pair.prompt, response, None, pair.guidance), head)))
     return rows
 
 
@@ -230,13 +230,16 @@ def probe_model(model: str | None, base: str | None = None, dtype: str = "float3
 
 
 def pair_margins(model, tokenizer, items: Sequence[tuple], *, template: str = "full", prefill: str | None = None,
-                 progress: bool = False) -> list[float]:
+                 progress: bool = False, guides: Sequence | None = None) -> list[float]:
     """The verdict log-odds margin of response A over B for each ``(prompt, response_a, response_b)``, read
     as ``j1 probe`` reads it: the pair in both orders with a fixed thought (the prefill's, else the
-    probe's), the letters' next-token log-odds, averaged over the orders; > 0 favours A."""
+    probe's), the letters' next-token log-odds, averaged over the orders; > 0 favours A. ``guides``: each
+    item's criteria and reference (``j1.formats.base.Guidance``; None: none)."""
     from j1.train.data import Pair
 
-    pairs = [Pair(str(k), prompt, a, b, "A") for k, (prompt, a, b) in enumerate(items)]
+    guides = guides if guides is not None else [None] * len(items)
+    pairs = [Pair(str(k), prompt, a, b, "A", "", g.criteria if g else None, g.reference if g else None)
+             for k, ((prompt, a, b), g) in enumerate(zip(items, guides, strict=True))]
     rows = probe_rows(pairs, template=template, thought=thought_of_prefill(prefill) or DEFAULT_THOUGHT)
     values = verdict_logodds(model, tokenizer, forced_texts(tokenizer, rows), progress=progress)
     return [p.margin for p in pair_logodds(rows, values)]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from j1.formats.base import INPUTS, Guidance
 from j1.pairs import LABELS, ORDERS, shown, shown_label
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,22 @@ def row_version(obj: Mapping, where: str) -> int:
     return version
 
 
+def input_fields(obj: Mapping, where: str) -> dict[str, str | None]:
+    """A row's optional judge inputs (``j1.formats.base.INPUTS``: ``criteria``, ``reference``), each a string;
+    absent or null is not given.
+
+    >>> input_fields({"reference": "42"}, "f:1")
+    {'criteria': None, 'reference': '42'}
+    """
+    out = {}
+    for key in INPUTS:
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            raise RowError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
+        out[key] = value
+    return out
+
+
 def meta_field(obj: Mapping, where: str) -> dict:
     """A row's optional ``meta`` object (absent or null: empty)."""
     meta = obj.get("meta")
@@ -160,7 +177,10 @@ def meta_field(obj: Mapping, where: str) -> dict:
 @dataclass
 class PairRecord:
     """A training/evaluation pair with a known winner: one line of a pair file (``j1 synth``), and the
-    one pair record the other pair types are views of (module docstring)."""
+    one pair record the other pair types are views of (module docstring).
+
+    ``criteria`` (what to judge by) and ``reference`` (a gold answer to the prompt) are what a judge may read
+    besides the responses (``j1.formats.base.Guidance``); a file leaves them out when unset."""
 
     id: str
     prompt: str
@@ -170,11 +190,19 @@ class PairRecord:
     source: str
     meta: dict = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    criteria: str | None = field(default=None, kw_only=True)
+    reference: str | None = field(default=None, kw_only=True)
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = INPUTS
+
+    @property
+    def guidance(self) -> Guidance:
+        return Guidance(self.criteria, self.reference)
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> PairRecord:
         return cls(**string_fields(cls, obj, where), meta=meta_field(obj, where),
-                   schema_version=row_version(obj, where))
+                   schema_version=row_version(obj, where), **input_fields(obj, where))
 
 
 def read_pairs(path: str | os.PathLike) -> list[PairRecord]:
@@ -202,6 +230,10 @@ class TrainRow:
     kind: str
     source: str
     schema_version: int = SCHEMA_VERSION
+    criteria: str | None = field(default=None, kw_only=True)  # the pair's judge inputs (PairRecord), both lines
+    reference: str | None = field(default=None, kw_only=True)
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = INPUTS
 
     def shown(self) -> tuple[str, str]:
         """``(first, second)``: the responses in the order the judge sees them."""
@@ -209,7 +241,7 @@ class TrainRow:
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> TrainRow:
-        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj, where))
+        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj, where), **input_fields(obj, where))
         if row.order not in ORDERS:
             raise RowError(f"{where}: field 'order' must be AB or BA, got {row.order!r}")
         for name in ("label", "label_shown"):
@@ -256,6 +288,12 @@ class PlacedPair:
     response_b: str
     label: str
     kind: str = ""
+    criteria: str | None = None  # the pair's judge inputs (PairRecord)
+    reference: str | None = None
+
+    @property
+    def guidance(self) -> Guidance:
+        return Guidance(self.criteria, self.reference)
 
     @classmethod
     def from_record(cls, pair: PairRecord, seed: int) -> PlacedPair:
@@ -268,7 +306,7 @@ class PlacedPair:
         """
         chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
         a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
-        return cls(pair.id, pair.prompt, a, b, label, pair.kind)
+        return cls(pair.id, pair.prompt, a, b, label, pair.kind, pair.criteria, pair.reference)
 
     @classmethod
     def from_train_row(cls, row: TrainRow) -> PlacedPair:
@@ -276,9 +314,10 @@ class PlacedPair:
 
         >>> row = TrainRow("m1", "BA", "q", "x", "y", "B", "A", "chat", "s")
         >>> PlacedPair.from_train_row(row)
-        PlacedPair(pair_id='m1', prompt='q', response_a='x', response_b='y', label='B', kind='chat')
+        PlacedPair(pair_id='m1', prompt='q', response_a='x', response_b='y', label='B', kind='chat', criteria=None, reference=None)
         """
-        return cls(row.pair_id, row.prompt, row.response_a, row.response_b, row.label, row.kind)
+        return cls(row.pair_id, row.prompt, row.response_a, row.response_b, row.label, row.kind, row.criteria,
+                   row.reference)
 
     def train_rows(self, source: str) -> list[TrainRow]:
         """The pair's AB and BA lines of a mix file (``source``: the pair's data source).
@@ -287,7 +326,8 @@ class PlacedPair:
         [('AB', 'B', 'B'), ('BA', 'B', 'A')]
         """
         return [TrainRow(self.pair_id, o.value, self.prompt, self.response_a, self.response_b, self.label,
-                         shown_label(self.label, o), self.kind, source) for o in ORDERS]
+                         shown_label(self.label, o), self.kind, source, criteria=self.criteria,
+                         reference=self.reference) for o in ORDERS]
 
 
 def placed_pairs(rows: Iterable[TrainRow], where: str) -> list[PlacedPair]:
@@ -425,6 +465,8 @@ class ResultRecord:
     complete: bool
     outcome: dict | None = None
     meta: dict | None = None
+    criteria: str | None = None  # what the judge read besides the responses (None: not given, or --no_texts)
+    reference: str | None = None
 
     # Each JSON key's type(s); None is allowed where the type tuple holds type(None).
     TYPES: ClassVar[dict[str, tuple[type, ...]]] = {
@@ -432,7 +474,10 @@ class ResultRecord:
         "prompt": (str, type(None)), "responses": (list,), "label": (str, type(None)), "judgments": (list,),
         "pairs": (list,), "accuracy": (int, float, type(None)), "consistent": (bool, type(None)),
         "flipped": (bool, type(None)), "complete": (bool,), "outcome": (dict, type(None)), "meta": (dict, type(None)),
+        "criteria": (str, type(None)), "reference": (str, type(None)),
     }
+    # Keys a line may leave out (None): added after the first files were written.
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("outcome", "meta", "criteria", "reference")
     # What each entry of a list field must hold (the rest is documented, not required).
     ENTRY_KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
         "responses": ("name", "text"), "judgments": ("slot", "shown", "verdict", "valid", "right", "line"),
@@ -444,7 +489,7 @@ class ResultRecord:
         """Raises RowError naming ``where`` and the field (``judgments[2]: missing 'valid'``)."""
         values = {}
         for key, kinds in cls.TYPES.items():
-            if key not in obj and type(None) in kinds and key in ("outcome", "meta"):
+            if key not in obj and key in cls.OPTIONAL:
                 values[key] = None
                 continue
             value = require(obj, key, kinds, where)

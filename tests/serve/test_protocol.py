@@ -186,10 +186,10 @@ def test_parse_judge_request_errors(body, pairwise, message):
 @pytest.mark.parametrize("body, message", [
     # a misspelt field is named (not reported as the field it misspells being missing)
     ({"prompt": "Q", "respons_a": "a"}, "unknown field 'respons_a': /v1/judge takes prompt, response_a, response_b, "
-                                        "samples"),
+                                        "samples, criteria, reference"),
     ({"prompt": "Q", "response_a": "a", "temperature": 1.0}, "unknown field 'temperature': /v1/judge takes prompt, "
-                                                             "response_a, response_b, samples (temperature is set when "
-                                                             "j1 serve starts"),
+                                                             "response_a, response_b, samples, criteria, reference "
+                                                             "(temperature is set when j1 serve starts"),
     ({"prompt": "Q", "response_a": "a", "seed": 1, "top_p": 0.5}, "unknown fields 'seed', 'top_p': /v1/judge"),
     ({"prompt": "Q", "response_a": "a", "seed": 1, "top_p": 0.5}, "(seed, top_p are set when j1 serve starts"),
     ({"prompt": "Q", "response_a": "a", "": 1}, "unknown field '':"),

@@ -20,6 +20,7 @@ from j1.judge import (
     low_confidence,
     to_json,
 )
+from j1.judges import warn_untrained_inputs
 from j1.pairs import Order, Verdict
 
 
@@ -36,6 +37,8 @@ def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
     (a second pass over the pair, so only ``j1 judge`` reads it, not the reward server); served, from the
     engine's logprobs at the verdict token when it returns them; None otherwise."""
     fmt = get_format(cfg.format, cfg.template)
+    guide = cfg.guidance
+    warn_untrained_inputs(cfg.manifest, guide.inputs, set(), cfg.model)
     backend = build_backend(cfg)
     params = cfg.sampling_params()
     if cfg.base_url and fmt.name == "pav":
@@ -45,31 +48,52 @@ def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
         if cfg.truncate != "error":  # responses shortened to fit the judge's context (j1.limits)
             a, b = _fit(cfg, fmt, backend)
         if b is None:  # pointwise, one response
-            return judge_single(backend, fmt, cfg.prompt, a, params, cfg.assistant_prefill), None
-        result = judge_pairs(backend, fmt, [(cfg.prompt, a, b)], params, cfg.assistant_prefill)[0]
+            return judge_single(backend, fmt, cfg.prompt, a, params, cfg.assistant_prefill, guide), None
+        result = judge_pairs(backend, fmt, [(cfg.prompt, a, b)], params, cfg.assistant_prefill, [guide])[0]
         margin = judgment_margin(result)
         if fmt.name == "pav" and hasattr(backend, "model"):
             from j1.probe import pair_margins
 
             (margin,) = pair_margins(backend.model, backend.tokenizer, [(cfg.prompt, a, b)], template=fmt.template_name,
-                                     prefill=cfg.assistant_prefill)
+                                     prefill=cfg.assistant_prefill, guides=[guide])
         return result, margin
     finally:
         backend.close()
 
 
-def _fit(cfg: JudgeConfig, fmt, backend) -> tuple[str, str | None]:
-    """The responses as the judge will read them under ``--truncate left|middle`` (both orders must fit)."""
+def prompts_of(cfg: JudgeConfig, response_a: str, response_b: str | None) -> list[tuple[str, list[dict]]]:
+    """``[(slot, messages)]``: the judge prompts of ``j1 judge`` as the backend gets them (both orders of a pair,
+    or each response alone; one response: slot A), with the criteria, reference and prefill."""
     from j1.chat import with_prefill
-    from j1.limits import ContextLimit, PromptFitter
     from j1.pairs import render_both
 
+    fmt = get_format(cfg.format, cfg.template)
+    if response_b is None:
+        rendered = [("A", fmt.render(cfg.prompt, response_a, None, cfg.guidance))]
+    else:
+        rendered = render_both(fmt, cfg.prompt, response_a, response_b, cfg.guidance)
+    return [(slot, with_prefill(m, cfg.assistant_prefill)) for slot, m in rendered]
+
+
+def show_prompts(cfg: JudgeConfig) -> str:
+    """``--show_prompt``: each judge prompt, its messages one by one under their role (an assistant message is
+    the prefill the judge continues)."""
+    lines = []
+    for slot, messages in prompts_of(cfg, cfg.response_a, cfg.response_b):
+        shown = f"order {slot} ({'A' if slot == 'AB' else 'B'} first)" if slot in ("AB", "BA") else f"response {slot}"
+        lines.append(f"=== {shown}")
+        for m in messages:
+            role = "assistant (prefill)" if m["role"] == "assistant" else m["role"]
+            lines += [f"--- {role}", m["content"]]
+    return "\n".join(lines)
+
+
+def _fit(cfg: JudgeConfig, fmt, backend) -> tuple[str, str | None]:
+    """The responses as the judge will read them under ``--truncate left|middle`` (both orders must fit)."""
+    from j1.limits import ContextLimit, PromptFitter
+
     def prompts(task: dict) -> list:
-        if task.get("response_b") is None:
-            rendered = [fmt.render(cfg.prompt, task["response_a"])]
-        else:
-            rendered = [m for _, m in render_both(fmt, cfg.prompt, task["response_a"], task["response_b"])]
-        return [with_prefill(m, cfg.assistant_prefill) for m in rendered]
+        return [m for _, m in prompts_of(cfg, task["response_a"], task.get("response_b"))]
 
     limit = ContextLimit(backend.context_window(), cfg.max_new_tokens, cfg.truncate)
     fitter = PromptFitter(limit, prompts, backend.count_tokens, backend.token_spans,
@@ -127,6 +151,14 @@ def render_text(result: Judgment | dict) -> str:
 
 def main(argv: Sequence[str]) -> int:
     cfg = parse(JudgeConfig, argv, prog="j1 judge")
+    if cfg.show_prompt:  # what the judge would read; no model is loaded
+        if cfg.json:
+            prompts = [{"slot": slot, "messages": m} for slot, m in prompts_of(cfg, cfg.response_a, cfg.response_b)]
+            json.dump({"prompts": prompts}, sys.stdout, ensure_ascii=False)
+            sys.stdout.write("\n")
+        else:
+            print(show_prompts(cfg))
+        return 0
     check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     result, margin = judge_with_margin(cfg)

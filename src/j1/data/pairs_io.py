@@ -13,6 +13,10 @@ Forms read (issue 45):
   share as the prompt.
 - j1's own pair rows (``j1 synth``: :class:`j1.schema.PairRecord`), read unchanged.
 
+Every form may carry what the judge reads besides the responses (issue 54): ``criteria`` (a string, or a
+rubric object ``{"criteria", "levels"}``, written out by :func:`j1.formats.templates.rubric_text`) and
+``reference`` (a gold answer, a string).
+
 A conversational prompt of one user message is that message's text; a longer one keeps its turns as a
 transcript (:func:`j1.formats.base.request_text`, what the judge formats show). A malformed row raises
 ``RowError("file:line: field ...")``.
@@ -30,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from j1.formats.base import request_text
-from j1.schema import PairRecord, RowError, meta_field, read_json_rows, row_version
+from j1.formats.templates import rubric_text
+from j1.schema import PairRecord, RowError, input_fields, meta_field, read_json_rows, row_version
 
 
 def content_id(prompt: str, chosen: str, rejected: str) -> str:
@@ -137,6 +142,21 @@ def _optional_str(row: Mapping, keys: tuple[str, ...], where: str, default: str)
     return default
 
 
+def row_inputs(row: Mapping, where: str) -> dict[str, str | None]:
+    """A row's ``criteria`` (a string, or a rubric object written out as text) and ``reference`` (a string).
+
+    >>> row_inputs({"criteria": {"criteria": "Brief?", "levels": {10: "One line."}}}, "f:1")["criteria"]
+    'Brief?\\nScore levels (0-10):\\n10: One line.'
+    """
+    criteria = row.get("criteria")
+    if isinstance(criteria, Mapping):
+        try:
+            row = {**row, "criteria": rubric_text(criteria, f"{where}: field 'criteria'")}
+        except ValueError as exc:
+            raise RowError(str(exc)) from None
+    return input_fields(row, where)
+
+
 def pair_from_row(row: Mapping, where: str, *, source: str = "") -> PairRecord:
     """One pair row, in any form the module docstring lists, as a :class:`j1.schema.PairRecord`.
 
@@ -170,6 +190,7 @@ def pair_from_row(row: Mapping, where: str, *, source: str = "") -> PairRecord:
         source=_optional_str(row, ("source",), where, source),
         meta=meta_field(row, where),
         schema_version=row_version(row, where),
+        **row_inputs(row, where),
     )
 
 

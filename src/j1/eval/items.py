@@ -4,13 +4,18 @@ An item is one unit of the benchmark (a pair; for RM-Bench one prompt with 3 cho
 responses). It holds named responses and the pairs to compare, each ``(first, second, label)`` with
 ``label`` in terms of that pair: "A" = ``first`` is better, "B" = ``second`` is, "tie". ``first`` is
 the response the benchmark stores first (response_A / output_1 / chosen), so order AB shows it first.
+
+An item may carry what the judge reads besides the responses (``criteria``, ``reference``: a benchmark's
+reference answer or constraint, a pair file's own); every prompt of the item shows them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from j1.formats import JudgeFormat, Messages
+from j1.formats.base import INPUTS, Guidance
 from j1.pairs import ORDERS, render_both
 
 LABELS = ("A", "B", "tie")
@@ -25,6 +30,12 @@ class Item:
     pairs: list[tuple[str, str, str]]
     meta: dict = field(default_factory=dict)
     source: str | None = None  # where it was read: ``file:line`` or ``id[split]:row`` (results.jsonl names it)
+    criteria: str | None = None  # what to judge by (a constraint, a rubric's text)
+    reference: str | None = None  # a gold answer to the prompt
+
+    @property
+    def guidance(self) -> Guidance:
+        return Guidance(self.criteria, self.reference)
 
     def __post_init__(self) -> None:
         if not self.pairs:
@@ -72,9 +83,35 @@ def required_slots(pairs: list, pairwise: bool) -> list[str]:
 
 
 def item_prompts(fmt: JudgeFormat, item: Item) -> list[tuple[str, Messages]]:
-    """``[(slot, messages)]``: each pair in both orders (AB shows ``first`` first), or each response alone."""
+    """``[(slot, messages)]``: each pair in both orders (AB shows ``first`` first), or each response alone,
+    with the item's criteria and reference."""
+    guide = item.guidance
     if fmt.pairwise:
         return [(pair_slot(item.pairs, p, order), messages)
                 for p, (first, second, _) in enumerate(item.pairs)
-                for order, messages in render_both(fmt, item.prompt, item.responses[first], item.responses[second])]
-    return [(name, fmt.render(item.prompt, item.responses[name])) for name in scored_responses(item.pairs)]
+                for order, messages in render_both(fmt, item.prompt, item.responses[first], item.responses[second],
+                                                   guide)]
+    return [(name, fmt.render(item.prompt, item.responses[name], None, guide)) for name in scored_responses(item.pairs)]
+
+
+def keep_inputs(items: list[Item], names: Iterable[str]) -> list[Item]:
+    """The items with only the inputs named in ``names`` (``j1 eval --use_reference false``: none).
+
+    >>> it = Item("i", "c", "q", {"A": "a", "B": "b"}, [("A", "B", "A")], reference="4")
+    >>> keep_inputs([it], ())[0].reference is None, keep_inputs([it], ["reference"])[0].reference
+    (True, '4')
+    """
+    names = set(names)
+    return [replace(it, **{n: None for n in INPUTS if n not in names}) for it in items]
+
+
+def input_counts(items: Iterable[Item]) -> dict[str, int]:
+    """How many of ``items`` carry each input, for the inputs any carries, in ``INPUTS`` order (what a run
+    records in run.json and warns about).
+
+    >>> input_counts([Item("i", "c", "q", {"A": "a", "B": "b"}, [("A", "B", "A")], reference="4")])
+    {'reference': 1}
+    """
+    given = [it.guidance.inputs for it in items]
+    counts = {n: sum(n in g for g in given) for n in INPUTS}
+    return {n: k for n, k in counts.items() if k}

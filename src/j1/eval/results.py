@@ -157,7 +157,8 @@ def result_record(command: str, index: int, item: Item, view: View, *, labelled:
         responses=[{"name": name, "text": text if texts else None} for name, text in item.responses.items()],
         label=one_label(item, labelled), judgments=view.judgments, pairs=view.pairs, accuracy=view.accuracy,
         consistent=view.consistent, flipped=view.flipped, complete=view.complete, outcome=outcome,
-        meta=dict(item.meta) or None,
+        meta=dict(item.meta) or None, criteria=item.criteria if texts else None,
+        reference=item.reference if texts else None,
     )
 
 

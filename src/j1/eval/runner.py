@@ -25,13 +25,13 @@ from j1.atomic import JsonlAppender, write_json_atomic
 from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
-from j1.eval.items import Item, item_prompts
+from j1.eval.items import Item, input_counts, item_prompts, keep_inputs
 from j1.eval.report import write_report
 from j1.eval.results import Viewer, pair_view, write_results
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
 from j1.judge import judging
-from j1.judges import Manifest
+from j1.judges import Manifest, warn_untrained_inputs
 from j1.runinfo import RunFolder
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 # --concurrency or the server's --base-url, may change between attempts): what is judged, by which
 # judge, asked how (the manifest's judging keys), and the seed.
 RESUME_KEYS = ("benchmark", "data", "split", "hf_split", "ties", "model", *Manifest.DEFAULTS, "top_p", "seed",
-               "rb2_mode", "rb2_rotations")
+               "rb2_mode", "rb2_rotations", "use_reference", "references")
 
 
 class TooManyErrors(RuntimeError):
@@ -274,6 +274,14 @@ def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int
             own.close()
 
 
+def eval_items(cfg: EvalSpec, bench) -> list[Item]:
+    """The benchmark's items as the run judges them: loaded (with ``--references``), and without the reference
+    inputs they carry unless ``--use_reference``."""
+    items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split,
+                       references=cfg.references if cfg.use_reference else None)
+    return items if cfg.use_reference else keep_inputs(items, ())
+
+
 def plan_eval(cfg: EvalSpec) -> dict:
     """``j1 eval --dry_run``: the run's size without a model or a folder: items (per category), judge prompts,
     completions (prompts x samples), the most completion tokens (x max_new_tokens), and the prompts'
@@ -287,7 +295,7 @@ def plan_eval(cfg: EvalSpec) -> dict:
 
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
-    items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
+    items = eval_items(cfg, bench)
     render = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
     messages = [with_prefill(m, cfg.assistant_prefill) for it in items for _, m in render(it)]
     chars = sum(len(turn["content"]) for m in messages for turn in m)
@@ -298,6 +306,7 @@ def plan_eval(cfg: EvalSpec) -> dict:
         "max_new_tokens": cfg.max_new_tokens,
         "most_completion_tokens": len(messages) * cfg.samples * cfg.max_new_tokens,
         "prompt_characters": chars, "prompt_tokens_estimate": round(chars / 4),
+        "inputs": input_counts(items),
     }
 
 
@@ -322,11 +331,14 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
     folder = open_run(cfg, "eval", stale=("metrics.json", "report.md", "results.jsonl"))
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
-    items = load_items(bench, cfg.data, split=cfg.split, ties=cfg.ties, limit=cfg.limit, hf_split=cfg.hf_split)
+    items = eval_items(cfg, bench)
     prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
     total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
-    log.info("%s: %d items", bench.name, len(items))
-    judge_with_limits(cfg, items, fmt, folder, total, counts=dict(items=len(items)), backend=backend,
+    inputs = input_counts(items)
+    log.info("%s: %d items%s", bench.name, len(items),
+             "".join(f", {k} with a {n}" for n, k in inputs.items()))
+    warn_untrained_inputs(getattr(cfg, "manifest", None), inputs, set(), cfg.model)
+    judge_with_limits(cfg, items, fmt, folder, total, counts=dict(items=len(items), inputs=inputs), backend=backend,
                       open_backend=open_backend, prompts=prompts)
     write_results(folder.path / "results.jsonl", "eval", items, read_judgments(folder.result),
                   eval_view(bench, fmt, cfg), labelled=True, texts=cfg.texts)

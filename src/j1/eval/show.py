@@ -125,7 +125,11 @@ def render(r: ResultRecord, *, width: int = 100, chars: int = 800) -> str:
     lines = [RULE * 3 + head + RULE * max(3, width - 3 - len(head)), *wrap(_summary(r), width)]
     if r.outcome:
         lines += wrap("outcome: " + ", ".join(f"{k} {v}" for k, v in r.outcome.items() if v is not None), width)
-    lines += ["", "PROMPT", *("  " + x for x in wrap(cut(r.prompt, chars), width - 2)), "", "RESPONSES"]
+    lines += ["", "PROMPT", *("  " + x for x in wrap(cut(r.prompt, chars), width - 2))]
+    for name, text in (("CRITERIA", r.criteria), ("REFERENCE", r.reference)):  # what the judge read besides
+        if text is not None:
+            lines += ["", name, *("  " + x for x in wrap(cut(text, chars), width - 2))]
+    lines += ["", "RESPONSES"]
     cols = [(resp["name"], cut(resp["text"], chars)) for resp in r.responses]
     for k in range(0, len(cols), 2):
         lines += ["  " + x for x in side_by_side(cols[k:k + 2], width - 2)] + [""]

@@ -38,6 +38,16 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     rb2_rotations: int = field(
         default=1, metadata={"help": "RewardBench 2 fourway: judge each item with the chosen answer in this many "
                              "positions (1-4); reports the first, their mean and right-in-all."})
+    use_reference: bool | None = field(
+        default=None, metadata={"help": "Send the judge the reference inputs the data carries, each in its own fence: "
+                                "MT-Bench's reference answers for math, reasoning and coding (from --references), "
+                                "PPE correctness's gold answer, RewardBench 2 Precise IF's constraint (as criteria), "
+                                "a pair file's own criteria and reference. Default: on where the benchmark's "
+                                "official judge reads them (mtbench_human), off elsewhere."})
+    references: str | None = field(
+        default=None, metadata={"help": "Reference answers kept apart from the benchmark's rows: for mtbench_human, "
+                                "FastChat's data/mt_bench/reference_answer/gpt-4.jsonl (what its official judge "
+                                "reads; needed with --use_reference)."})
     dry_run: bool = field(
         default=False, metadata={"help": "Check the run without a model and write nothing: read the data (split, "
                                  "schema), print the items, judge prompts, completions and the most tokens they "
@@ -58,6 +68,20 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         self._check_boot()
         if self.ties not in (None, "keep", "drop"):
             raise ValueError(f"--ties {self.ties!r}: choose keep or drop")
+        self._setup_references(BENCHMARKS[self.benchmark])
+
+    def _setup_references(self, bench) -> None:
+        """``--use_reference`` from the benchmark's official rule when unset; a benchmark that reads its reference
+        answers from a file of their own needs ``--references`` to use them."""
+        if self.use_reference is None:
+            self.use_reference = bench.use_reference
+        if self.references is not None and bench.read_references is None:
+            raise ValueError(f"--references {self.references}: --benchmark {bench.name} reads no reference file "
+                             "(what it has is in its rows)")
+        if self.use_reference and bench.read_references is not None and self.references is None:
+            raise ValueError(f"--benchmark {bench.name} judges against reference answers kept apart from its rows, as "
+                             "its official judge does: pass --references FILE (mtbench_human: FastChat's "
+                             "data/mt_bench/reference_answer/gpt-4.jsonl), or --use_reference false to judge without")
 
     def _setup_rewardbench2(self) -> None:
         """RewardBench 2's mode picks the format (fourway or pos); fourway is for RewardBench 2 only."""

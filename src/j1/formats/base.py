@@ -1,4 +1,5 @@
-"""What every judge format shares: the message layout and forge-proof response delimiters."""
+"""What every judge format shares: the message layout, forge-proof delimiters, and what a judge may read
+besides the request and the responses (``Guidance``: criteria and a reference answer)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import hashlib
 import random
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from j1.formats.templates import get_template, quote_parts
@@ -86,6 +89,65 @@ def fenced(label: str, text: str, nonce: str) -> str:
     return f"<{label}-{nonce}>\n{text}\n</{label}-{nonce}>"
 
 
+# The inputs a judge may read besides the request and the responses (issue 54), in the order a prompt shows them.
+INPUTS = ("criteria", "reference")
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """What a judge reads besides the request and the responses: ``criteria`` to judge by (free text, or a
+    rubric's text: ``j1.formats.templates.rubric_text``) and ``reference``, a gold answer to the request.
+
+    Both are data: each is rendered in its own fence, under the same content-hash nonce as the request and the
+    responses, so none of them can close or forge another's fence. A blank text counts as not given.
+
+    >>> Guidance(criteria="Be brief.", reference="  ").inputs
+    ('criteria',)
+    >>> Guidance("c", "r").keep(["reference"])
+    Guidance(criteria=None, reference='r')
+    """
+
+    criteria: str | None = None
+    reference: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in INPUTS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string, got {type(value).__name__}")
+            if value is not None and not value.strip():
+                object.__setattr__(self, name, None)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The names of the inputs given, in ``INPUTS`` order."""
+        return tuple(n for n in INPUTS if getattr(self, n) is not None)
+
+    def keep(self, names: Iterable[str]) -> Guidance:
+        """Only the inputs named in ``names`` (what a run sends, or a judge is trained with)."""
+        names = set(names)
+        return Guidance(**{n: getattr(self, n) if n in names else None for n in INPUTS})
+
+    def texts(self) -> tuple[str, ...]:
+        """The given texts, in ``INPUTS`` order (what the fence nonce must also avoid)."""
+        return tuple(getattr(self, n) for n in self.inputs)
+
+    def __bool__(self) -> bool:
+        return bool(self.inputs)
+
+
+NO_GUIDANCE = Guidance()
+
+
+def guidance_of(value: Guidance | None) -> Guidance:
+    """``value``, or no guidance for None.
+
+    >>> guidance_of(None).inputs
+    ()
+    """
+    return NO_GUIDANCE if value is None else value
+
+
 class JudgeFormat(ABC):
     """A judge formulation: how to ask (``render``), how to read the answer (``parse``), and its shape:
     how many responses a prompt shows (``arity``), the verdicts it can give (``positions``), the tags
@@ -157,9 +219,11 @@ class JudgeFormat(ABC):
         return pick
 
     @abstractmethod
-    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None) -> Messages:
+    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None,
+               guidance: Guidance | None = None) -> Messages:
         """Chat messages asking the judge about the responses, in the positions given (A shown first);
-        a conversation ``prompt`` is shown as its transcript (``request_text``)."""
+        a conversation ``prompt`` is shown as its transcript (``request_text``); ``guidance``'s criteria and
+        reference, when given, are fenced after the request (``_user``)."""
 
     @abstractmethod
     def parse(self, text: str) -> Parsed:
@@ -179,13 +243,27 @@ class JudgeFormat(ABC):
                 return m.end()
         return None
 
-    def _user(self, intro: str, fences: list[str], request: str, shown: list[str], nonce: str) -> str:
-        """The user message: intro, the fenced parts, the task, and (``digest`` template) a fenced
-        quote of each part's first words last, nearest the judge's answer."""
-        parts = [intro, *fences, self.task]
+    def _messages(self, intro: str, request: str, shown: list[tuple[str, str]], guidance: Guidance | None,
+                  quote: str | None = None) -> Messages:
+        """The system and user messages: intro, the fenced request, the fenced criteria and reference (when
+        given), each shown response fenced under its label (``shown``: ``[(label, text)]``), a line per
+        input given on how to read it, the task, and (``digest`` template) a fenced ``quote`` of each part's
+        first words last, nearest the judge's answer (default: ``quote_parts`` of the request and responses).
+
+        One nonce covers every part: it occurs in none of them, so no part can close or forge another's fence.
+        Without guidance the prompt is the one j1 rendered before criteria and references existed."""
+        guidance = guidance_of(guidance)
+        texts = [t for _, t in shown]
+        nonce = fence_nonce(request, *texts, *guidance.texts())
+        fences = [fenced("request", request, nonce)]
+        fences += [fenced(name, getattr(guidance, name), nonce) for name in guidance.inputs]
+        fences += [fenced(label, text, nonce) for label, text in shown]
+        notes = [self.template.input_notes[name] for name in guidance.inputs]
+        parts = [intro, *fences, *notes, self.task]
         if self.template.quote_words:
-            parts.append(fenced("starts", quote_parts(request, shown, self.template.quote_words), nonce))
-        return "\n\n".join(parts)
+            quote = quote if quote is not None else quote_parts(request, texts, self.template.quote_words)
+            parts.append(fenced("starts", quote, nonce))
+        return [{"role": "system", "content": self.template.system}, {"role": "user", "content": "\n\n".join(parts)}]
 
     def _check_arity(self, response_b: str | None) -> None:
         if self.arity == 2 and response_b is None:

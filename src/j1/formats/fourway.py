@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from j1.formats.base import POSITIONS, JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
+from j1.formats.base import POSITIONS, Guidance, JudgeFormat, Messages, Prompt, request_text
 from j1.formats.grammar import parse_verdict
 from j1.formats.templates import first_words
 from j1.pairs import Parsed
@@ -72,21 +72,18 @@ class FourWay(JudgeFormat):
         return _TASK["full" if self.template_name == "full" else "compact"]
 
     def render(self, prompt: Prompt, response_a: str, response_b: str | None = None,
-               response_c: str | None = None, response_d: str | None = None) -> Messages:
+               response_c: str | None = None, response_d: str | None = None,
+               guidance: Guidance | None = None) -> Messages:
         prompt = request_text(prompt)
         shown = [response_a, response_b, response_c, response_d]
         if any(r is None for r in shown):
             raise ValueError("format 'fourway' shows four responses: pass response_a to response_d")
-        nonce = fence_nonce(prompt, *shown)
-        fences = [fenced("request", prompt, nonce)]
-        fences += [fenced(f"response_{p}", r, nonce) for p, r in zip(POSITIONS, shown, strict=True)]
-        parts = [_INTRO["full" if self.template_name == "full" else "compact"], *fences, self.task]
-        if self.template.quote_words:
-            n = self.template.quote_words
-            quote = " ".join([f"Request: {first_words(prompt, n)}."]
-                             + [f"{p}: {first_words(r, n)}." for p, r in zip(POSITIONS, shown, strict=True)])
-            parts.append(fenced("starts", quote, nonce))
-        return [{"role": "system", "content": self.template.system}, {"role": "user", "content": "\n\n".join(parts)}]
+        n = self.template.quote_words
+        quote = " ".join([f"Request: {first_words(prompt, n)}."]
+                         + [f"{p}: {first_words(r, n)}." for p, r in zip(POSITIONS, shown, strict=True)])
+        return self._messages(_INTRO["full" if self.template_name == "full" else "compact"], prompt,
+                              [(f"response_{p}", r) for p, r in zip(POSITIONS, shown, strict=True)], guidance,
+                              quote=quote)
 
     def write_answer(self, winner: str | None = None, rng: random.Random | None = None) -> str:
         """The pick ``winner``, or one drawn from ``rng``.

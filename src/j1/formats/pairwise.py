@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from j1.formats.base import JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
+from j1.formats.base import Guidance, JudgeFormat, Messages, Prompt, request_text
 from j1.formats.grammar import invalid, parse_answer, parse_score, parse_verdict, split_thought
 from j1.pairs import Parsed, compare_scores
 
@@ -12,14 +12,11 @@ from j1.pairs import Parsed, compare_scores
 class _Pairwise(JudgeFormat):
     arity = 2
 
-    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None) -> Messages:
+    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None,
+               guidance: Guidance | None = None) -> Messages:
         self._check_arity(response_b)
-        prompt = request_text(prompt)
-        nonce = fence_nonce(prompt, response_a, response_b)
-        fences = [fenced("request", prompt, nonce), fenced("response_A", response_a, nonce),
-                  fenced("response_B", response_b, nonce)]
-        user = self._user(self.template.pair_intro, fences, prompt, [response_a, response_b], nonce)
-        return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
+        return self._messages(self.template.pair_intro, request_text(prompt),
+                              [("response_A", response_a), ("response_B", response_b)], guidance)
 
     def _drawn_scores(self, winner: str | None, rng: random.Random | None) -> tuple[int, int]:
         """``(score_A, score_B)``: distinct scores drawn from ``rng`` (a well-defined winner), ordered so

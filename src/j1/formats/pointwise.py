@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from j1.formats.base import JudgeFormat, Messages, Prompt, fence_nonce, fenced, request_text
+from j1.formats.base import Guidance, JudgeFormat, Messages, Prompt, request_text
 from j1.formats.grammar import invalid, parse_score, split_thought
 from j1.pairs import Parsed, Verdict
 
@@ -29,13 +29,10 @@ class PointwiseScore(JudgeFormat):
         self._position(winner)
         return self.answer_template.format(score=rng.randint(0, 10) if rng is not None else 10)
 
-    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None) -> Messages:
+    def render(self, prompt: Prompt, response_a: str, response_b: str | None = None,
+               guidance: Guidance | None = None) -> Messages:
         self._check_arity(response_b)
-        prompt = request_text(prompt)
-        nonce = fence_nonce(prompt, response_a)
-        fences = [fenced("request", prompt, nonce), fenced("response", response_a, nonce)]
-        user = self._user(self.template.point_intro, fences, prompt, [response_a], nonce)
-        return [{"role": "system", "content": self.template.system}, {"role": "user", "content": user}]
+        return self._messages(self.template.point_intro, request_text(prompt), [("response", response_a)], guidance)
 
     def parse(self, text: str) -> Parsed:
         thought, tail, err = split_thought(text)

@@ -12,6 +12,11 @@ reference), the completion's win rate against the other completions of its promp
 (``j1.rewards.group``: a tie is half a win, invalid votes are dropped, no valid vote gives 0.5).
 The same callable is a reward of TRL's online DPO (``trl.experimental.online_dpo``, which compares
 the two completions of each prompt by their rewards).
+
+In every mode the judge can also read criteria (``criteria=`` for every row, ``criteria_column=`` per row)
+and a gold answer to the prompt (``gold_column=``), each in a fence of its own (``j1.formats.base.Guidance``).
+The gold answer is what the judge checks a completion against; the reference of ``reference_column`` is the
+response a completion is compared with in pairwise mode, the other side of the pair.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from j1.formats.base import INPUTS, Guidance
 from j1.rewards.group import group_plan
 from j1.rewards.trl_funcs import completion_text
 from j1.serve.protocol import Rewards, group_rewards, pairwise_rewards, pointwise_rewards, served_format
@@ -70,7 +76,14 @@ class JudgeReward:
             the others with the same prompt, in both orders; the reward is its win rate).
         opponents: group mode: judge each completion against this many random others of its group
             (None: every pair, G(G-1)/2 comparisons per group of G).
-        reference_column: the dataset column with the reference answers (pairwise).
+        reference_column: the dataset column with the reference responses each completion is compared
+            against (pairwise: the other side of the pair).
+        criteria: what the judge judges by, for every row (free text, or
+            ``j1.formats.templates.rubric_text`` of a rubric).
+        criteria_column: a dataset column with each row's criteria (a null falls back to ``criteria``).
+        gold_column: a dataset column with each row's gold answer, which the judge reads as the reference
+            answer to check completions against (any mode; a null gives none for that row). Not
+            ``reference_column``: that one is a response the judge ranks, this one is not ranked.
         base_url: an OpenAI-compatible server running the judge (vLLM, SGLang).
         serve_url: a ``j1 serve`` server (``http://host:port``), sent the batch as one /get_reward
             request; the server's judge and settings apply.
@@ -83,9 +96,13 @@ class JudgeReward:
     >>> reward = JudgeReward("j1-135m")                                      # doctest: +SKIP
     >>> reward(prompts=["2+2?"], completions=["4"], reference=["5"])         # doctest: +SKIP
     [1.0]
+    >>> graded = JudgeReward("j1-135m", mode="group", gold_column="answer", criteria="Check the arithmetic.")
+    >>> graded(prompts=["2+2?", "2+2?"], completions=["4", "5"], answer=["4", "4"])  # doctest: +SKIP
+    [1.0, 0.0]
     """
 
     def __init__(self, judge: str | None = None, *, mode: str = "pairwise", reference_column: str = "reference",
+                 criteria: str | None = None, criteria_column: str | None = None, gold_column: str | None = None,
                  opponents: int | None = None,
                  base_url: str | None = None, serve_url: str | None = None, api_key: str | None = None,
                  timeout: float = 600.0, max_retries: int = 4, name: str = "judge", **overrides: Any):
@@ -104,12 +121,19 @@ class JudgeReward:
             raise ValueError(f"opponents applies to mode='group' only (mode is {mode!r})")
         if opponents is not None and serve_url:
             raise ValueError("with serve_url the server's --group_opponents applies; drop opponents")
+        if gold_column is not None and gold_column == reference_column and mode == "pairwise":
+            raise ValueError(f"gold_column and reference_column are both {gold_column!r}: the reference response is "
+                             "ranked against the completion, the gold answer is read to check both; name two columns")
+        Guidance(criteria)  # a non-string fails here, not at the first call
         if pointwise := mode == "pointwise":
             overrides.setdefault("format", "pos")
         self.judge = judge
         self.mode = mode
         self.pointwise = pointwise
         self.reference_column = reference_column
+        self.criteria = criteria
+        self.criteria_column = criteria_column
+        self.gold_column = gold_column
         self.opponents = opponents
         self.base_url = base_url
         self.serve_url = serve_url.rstrip("/") if serve_url else None
@@ -140,8 +164,9 @@ class JudgeReward:
             if missing:  # "None" would be judged as if it were an answer
                 raise ValueError(f"column {self.reference_column!r} has no reference answer in rows {missing[:5]}")
             references = [str(r) for r in references]
-        result = self._from_server(texts, responses, references) if self.serve_url \
-            else self._from_judge(texts, responses, references)
+        guides = self._guides(len(texts), kwargs)
+        result = self._from_server(texts, responses, references, guides) if self.serve_url \
+            else self._from_judge(texts, responses, references, guides)
         self.last_logs = result.logs
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
@@ -149,6 +174,25 @@ class JudgeReward:
                 if key in result.logs:
                     log_metric(f"{self.__name__}/{key}", float(result.logs[key]))
         return result.rewards
+
+    def _guides(self, n: int, columns: dict[str, Any]) -> list[Guidance]:
+        """Each row's criteria and gold answer, from ``criteria``/``criteria_column`` and ``gold_column``."""
+        def column(name: str | None, what: str) -> list[Any]:
+            if name is None:
+                return [None] * n
+            if name not in columns:
+                raise KeyError(f"JudgeReward reads the {what} from the dataset column {name!r}, which this dataset "
+                               "lacks")
+            values = list(columns[name])
+            bad = [i for i, v in enumerate(values) if v is not None and not isinstance(v, str)]
+            if bad:
+                raise ValueError(f"column {name!r} must hold strings (or nulls); row {bad[0]} holds "
+                                 f"{type(values[bad[0]]).__name__}")
+            return values
+
+        criteria = column(self.criteria_column, "criteria")
+        gold = column(self.gold_column, "gold answers")
+        return [Guidance(c if c is not None else self.criteria, g) for c, g in zip(criteria, gold, strict=True)]
 
     def close(self) -> None:
         """Free the loaded judge and the HTTP pool (the next call opens them again)."""
@@ -175,16 +219,22 @@ class JudgeReward:
             self._judge = judge
         return self._judge
 
-    def _from_judge(self, prompts: list[str], responses: list[str], references: list[str] | None) -> Rewards:
+    def _from_judge(self, prompts: list[str], responses: list[str], references: list[str] | None,
+                    guides: list[Guidance]) -> Rewards:
         judge = self._loaded()
+
+        def item(i: int, a: str, b: str | None = None) -> dict:
+            pair = {"response": a} if b is None else {"response_a": a, "response_b": b}
+            return {"prompt": prompts[i], **pair, "criteria": guides[i].criteria, "reference": guides[i].reference}
+
         if self.pointwise:
-            return pointwise_rewards(judge.score_many(list(zip(prompts, responses, strict=True))))
+            return pointwise_rewards(judge.score_many([item(i, r) for i, r in enumerate(responses)]))
         if references is None:  # group mode: the pairs of each prompt's group, each in both orders
             pairs = group_plan(prompts, responses, self.opponents, judge.params.seed)
-            judged = judge.compare_many([(prompts[i], responses[i], responses[j]) for i, j in pairs]) if pairs else []
+            judged = judge.compare_many([item(i, responses[i], responses[j]) for i, j in pairs]) if pairs else []
             return group_rewards(len(prompts), pairs, judged)
         # The completion is A, the reference B; compare_many judges both orders.
-        return pairwise_rewards(judge.compare_many(list(zip(prompts, responses, references, strict=True))))
+        return pairwise_rewards(judge.compare_many([item(i, r, references[i]) for i, r in enumerate(responses)]))
 
     def _request(self, method: str, path: str, **kwargs: Any):
         """One request to j1 serve, retried with backoff on 429/5xx and connection errors; raises
@@ -211,7 +261,8 @@ class JudgeReward:
                 time.sleep(delay)
         raise RuntimeError(f"{method} {url}: {problem}")
 
-    def _from_server(self, prompts: list[str], responses: list[str], references: list[str] | None) -> Rewards:
+    def _from_server(self, prompts: list[str], responses: list[str], references: list[str] | None,
+                     guides: list[Guidance]) -> Rewards:
         if not self._checked:  # the server's judge decides pairwise or pointwise: it must match the mode
             fmt = self._request("GET", "/v1/models")["data"][0]["judge"]["format"]
             pointwise = served_format(fmt).arity == 1
@@ -222,6 +273,10 @@ class JudgeReward:
         body = {"query": [p + r for p, r in zip(prompts, responses, strict=True)], "prompts": prompts}
         if references is not None:  # without labels a pairwise j1 serve rewards by win rate in the group
             body["labels"] = references
+        for name in INPUTS:  # per item, as /get_reward takes them
+            values = [getattr(g, name) for g in guides]
+            if any(v is not None for v in values):
+                body[name] = values
         data = self._request("POST", "/get_reward", json=body)
         return Rewards([float(r) for r in data["rewards"]], data.get("extra_logs", {}))
 

@@ -299,9 +299,9 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             if pairwise and req.references is None:
                 return await group_reward(request, req)
             if pairwise:  # the response is A, the reference B; both orders are judged
-                tasks = [Task(p, r, ref) for p, r, ref in zip(req.prompts, req.responses, req.references, strict=True)]
+                tasks = [_task(req, i, req.responses[i], req.references[i]) for i in range(len(req.prompts))]
             else:
-                tasks = [Task(p, r) for p, r in zip(req.prompts, req.responses, strict=True)]
+                tasks = [_task(req, i, req.responses[i]) for i in range(len(req.prompts))]
             checked = await asyncio.to_thread(fit_all, tasks)
             ok = [i for i, c in enumerate(checked) if isinstance(c, Fitted)]
             errors = [c for c in checked if isinstance(c, protocol.ItemError)]
@@ -323,7 +323,7 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         """No labels: every response against the others of its prompt's group, both orders each; a pair
         that does not fit the context gives no vote (``pair_error_rate``)."""
         pairs = group_plan(req.prompts, req.responses, settings.group_opponents, judge.params.seed)
-        tasks = [Task(req.prompts[i], req.responses[i], req.responses[j]) for i, j in pairs]
+        tasks = [_task(req, i, req.responses[i], req.responses[j]) for i, j in pairs]
         checked = await asyncio.to_thread(fit_all, tasks)
         ok = [k for k, c in enumerate(checked) if isinstance(c, Fitted)]
         for c in checked:
@@ -357,6 +357,14 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         return out
 
     return app
+
+
+def _task(req: protocol.RewardRequest, i: int, response: str, other: str | None = None) -> Task:
+    """Item ``i`` of a ``/get_reward`` request as a task: its response (against ``other``, a pair), with the
+    item's criteria and reference."""
+    guide = req.guide(i)
+    return Task(req.prompts[i], response, other, None, guide.criteria if guide else None,
+                guide.reference if guide else None)
 
 
 async def _disconnect(request: Request) -> None:

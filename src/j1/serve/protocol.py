@@ -11,6 +11,11 @@ the batch; ``extra_logs["error_rate"]`` counts such items and ``errors`` says wh
 
 Bodies are checked strictly: a field an endpoint does not take is refused by name (a misspelt
 ``samples``, or ``temperature``, which the server fixes at start, would otherwise be silently ignored).
+
+Both endpoints take what the judge reads besides the responses (issue 54): ``criteria`` (what to judge by)
+and ``reference`` (a gold answer to the prompt). ``/v1/judge`` takes each as a string; ``/get_reward`` as a
+string for every item or a list with one string (or null) per item. They are not OpenRLHF's ``labels``,
+which are the responses a pairwise judge compares each response against.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from j1.formats import JudgeFormat, require_arity
-from j1.formats.base import request_text
+from j1.formats.base import INPUTS, Guidance, request_text
 from j1.judge import Judgment
 from j1.pairs import Verdict, flip_rate, flipped, share
 
@@ -40,8 +45,8 @@ def served_format(name: str) -> JudgeFormat:
 
 
 # The fields each endpoint takes; anything else is refused by name.
-REWARD_FIELDS = ("query", "prompts", "labels")
-JUDGE_FIELDS = ("prompt", "response_a", "response_b", "samples")
+REWARD_FIELDS = ("query", "prompts", "labels", *INPUTS)
+JUDGE_FIELDS = ("prompt", "response_a", "response_b", "samples", *INPUTS)
 # Settings a client may expect to send but that the server fixes when it starts (the hint in the 400).
 SERVER_SETTINGS = ("temperature", "top_p", "max_new_tokens", "max_tokens", "seed", "model", "format", "n")
 
@@ -69,13 +74,18 @@ class ItemError:
 
 @dataclass(frozen=True)
 class RewardRequest:
-    """A ``/get_reward`` request: the judged responses (queries without their prompts) and the
-    reference answers (None for a pointwise judge, which may omit labels; a pairwise judge without
-    labels compares each response with the others of its prompt, ``group_rewards``)."""
+    """A ``/get_reward`` request: the judged responses (queries without their prompts), the
+    reference responses of ``labels`` (None for a pointwise judge, which may omit labels; a pairwise judge
+    without labels compares each response with the others of its prompt, ``group_rewards``), and each item's
+    criteria and gold answer (``guides``)."""
 
     prompts: list[str]
     responses: list[str]
     references: list[str] | None
+    guides: list[Guidance] | None = None
+
+    def guide(self, i: int) -> Guidance | None:
+        return None if self.guides is None else self.guides[i]
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,12 @@ class Task:
     response_a: str
     response_b: str | None = None
     samples: int | None = None
+    criteria: str | None = None  # what to judge by
+    reference: str | None = None  # a gold answer to the prompt
+
+    @property
+    def guidance(self) -> Guidance:
+        return Guidance(self.criteria, self.reference)
 
 
 def parse_json(body: bytes) -> Any:
@@ -112,7 +128,7 @@ def check_fields(data: dict, known: Sequence[str], endpoint: str) -> None:
 
     >>> check_fields({"prompt": "Q", "temprature": 1}, JUDGE_FIELDS, "/v1/judge")
     Traceback (most recent call last):
-    j1.serve.protocol.RequestError: unknown field 'temprature': /v1/judge takes prompt, response_a, response_b, samples
+    j1.serve.protocol.RequestError: unknown field 'temprature': /v1/judge takes prompt, response_a, response_b, samples, criteria, reference
     """
     unknown = [k for k in data if k not in known]
     if not unknown:
@@ -163,6 +179,37 @@ def _strings(data: dict, key: str, *, required: bool = True) -> list[str] | None
     return value
 
 
+def _guides(data: dict, n: int) -> list[Guidance] | None:
+    """Each item's ``criteria`` and ``reference`` in a ``/get_reward`` body: a string for every item, or a list
+    with one string (or null) per item; None when neither is given.
+
+    >>> [g.inputs for g in _guides({"criteria": "Be brief.", "reference": ["4", None]}, 2)]
+    [('criteria', 'reference'), ('criteria',)]
+    """
+    per: dict[str, list] = {}
+    for key in INPUTS:
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            per[key] = [_text(value, f"field {key!r}")] * n
+            continue
+        if not isinstance(value, list):
+            raise RequestError(f"field {key!r} must be a string (every item) or a list with one string or null per "
+                               f"item, got {_kind(value)}")
+        if len(value) != n:
+            raise RequestError(f"{key!r} has {len(value)} items and 'query' {n}; they pair up one to one")
+        for i, item in enumerate(value):
+            if item is not None and not isinstance(item, str):
+                raise RequestError(f"field {key!r}[{i}] must be a string or null, got {_kind(item)}")
+            if item is not None:
+                _text(item, f"field {key!r}[{i}]")
+        per[key] = value
+    if not per:
+        return None
+    return [Guidance(**{k: v[i] for k, v in per.items()}) for i in range(n)]
+
+
 def strip_prompt(query: str, prompt: str) -> str:
     """The response in an OpenRLHF query: the query with its prompt prefix removed.
 
@@ -179,8 +226,9 @@ def strip_prompt(query: str, prompt: str) -> str:
 
 def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
     """Check a ``/get_reward`` body: ``query`` and ``prompts`` (lists of strings, same length),
-    ``labels`` (the reference answers of a pairwise judge; without them each response is rewarded
-    by its win rate in its prompt's group; ignored by a pointwise judge)."""
+    ``labels`` (the reference responses of a pairwise judge; without them each response is rewarded
+    by its win rate in its prompt's group; ignored by a pointwise judge), ``criteria`` and ``reference``
+    (``_guides``)."""
     data = _object(data)
     check_fields(data, REWARD_FIELDS, "/get_reward")
     queries = _strings(data, "query")
@@ -195,14 +243,15 @@ def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
             responses.append(strip_prompt(q, p))
         except RequestError as exc:
             raise RequestError(f"query {i}: {exc}") from None
+    guides = _guides(data, len(queries))
     if not pairwise:
-        return RewardRequest(prompts, responses, None)
+        return RewardRequest(prompts, responses, None, guides)
     labels = _strings(data, "labels", required=False)
-    if labels is None:  # no reference answers: each response meets the others of its prompt (group_rewards)
-        return RewardRequest(prompts, responses, None)
+    if labels is None:  # no reference responses: each response meets the others of its prompt (group_rewards)
+        return RewardRequest(prompts, responses, None, guides)
     if len(labels) != len(queries):
         raise RequestError(f"'labels' has {len(labels)} items and 'query' {len(queries)}; they pair up one to one")
-    return RewardRequest(prompts, responses, labels)
+    return RewardRequest(prompts, responses, labels, guides)
 
 
 def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> Task:
@@ -210,13 +259,13 @@ def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> 
     ``{"role", "content"}``, which the judge reads as its transcript: ``j1.formats.base.request_text``),
     ``response_a`` (a string), ``response_b`` (a string; required by a pairwise judge, optional for a
     pointwise one), ``samples`` (an integer from 1 to ``max_samples``: each sample is a generation, so a
-    huge count would hold the judge for hours)."""
+    huge count would hold the judge for hours), ``criteria`` and ``reference`` (strings, optional)."""
     data = _object(data)
     check_fields(data, JUDGE_FIELDS, "/v1/judge")
     fields = {}
-    for key in ("prompt", "response_a", "response_b"):
+    for key in ("prompt", "response_a", "response_b", *INPUTS):
         value = data.get(key)
-        if value is None and key != "response_b":
+        if value is None and key in ("prompt", "response_a"):
             raise RequestError(f"missing field {key!r} (a string)")
         if key == "prompt" and isinstance(value, list):
             try:
@@ -232,7 +281,8 @@ def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> 
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)
                                 or not 1 <= samples <= max_samples):
         raise RequestError(f"field 'samples' must be an integer from 1 to {max_samples}, got {samples!r}")
-    return Task(fields["prompt"], fields["response_a"], fields["response_b"], samples)
+    return Task(fields["prompt"], fields["response_a"], fields["response_b"], samples, fields["criteria"],
+                fields["reference"])
 
 
 def pairwise_reward(verdicts: Sequence[str]) -> float:

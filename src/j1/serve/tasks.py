@@ -43,15 +43,19 @@ def run_tasks(judge: Judge, tasks: Sequence[Task]) -> list[Judgment | dict | Con
 
 def _judge_group(judge: Judge, tasks: Sequence[Task], pair: bool, samples: int | None) -> list:
     if pair:
-        return judge.compare_many([(t.prompt, t.response_a, t.response_b) for t in tasks], samples)
-    return judge.score_many([(t.prompt, t.response_a) for t in tasks], samples)
+        return judge.compare_many([{"prompt": t.prompt, "response_a": t.response_a, "response_b": t.response_b,
+                                    "criteria": t.criteria, "reference": t.reference} for t in tasks], samples)
+    return judge.score_many([{"prompt": t.prompt, "response": t.response_a, "criteria": t.criteria,
+                              "reference": t.reference} for t in tasks], samples)
 
 
 def judge_prompts(judge: Judge, task: Task) -> list[Messages]:
     """The prompts the judge's backend gets for ``task``, as ``Judge.compare_many``/``score_many``
-    render them: both orders of a pair (a pointwise judge: each response alone), or the one response."""
+    render them: both orders of a pair (a pointwise judge: each response alone), or the one response,
+    with the task's criteria and reference."""
     if task.response_b is not None:
-        rendered = [m for _, m in render_both(judge.format, task.prompt, task.response_a, task.response_b)]
+        rendered = [m for _, m in render_both(judge.format, task.prompt, task.response_a, task.response_b,
+                                              task.guidance)]
     else:
-        rendered = [judge.format.render(task.prompt, task.response_a)]
+        rendered = [judge.format.render(task.prompt, task.response_a, None, task.guidance)]
     return [with_prefill(m, judge.prefill) for m in rendered]

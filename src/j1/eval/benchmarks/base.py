@@ -20,10 +20,12 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Context:
     """What a row parser may need besides the row: the data's name (some sets encode their part
-    only in the file or dataset name) and the selected ``--split``."""
+    only in the file or dataset name), the selected ``--split``, and the reference answers read from
+    ``--references`` (``Benchmark.read_references``; None when none were given)."""
 
     source: str
     split: str | None = None
+    references: Mapping[Any, Any] | None = None
 
 
 RowParser = Callable[[Mapping[str, Any], str, Context], list[Item]]
@@ -51,6 +53,12 @@ class Benchmark:
             metrics.json and report.md. None: ``j1.eval.scoring`` under ``scheme``.
         view: ``(item, rec, cfg, k) -> j1.eval.results.View``, its per-example record in results.jsonl,
             for a benchmark that asks its own way. None: pairs in both orders, or each response alone.
+        use_reference: the default of ``--use_reference``: whether its official judge reads the reference
+            inputs its items can carry (MT-Bench's judge grades math, reasoning and coding against a
+            reference answer; PPE's and RewardBench 2's official evaluations send none).
+        read_references: ``path -> table`` for a benchmark whose reference answers are not in its rows but
+            in a file of their own (``--references``; MT-Bench's); the table reaches ``parse_row`` as
+            ``Context.references``. None: its rows carry whatever it has.
     """
 
     name: str
@@ -64,6 +72,8 @@ class Benchmark:
     prompts: Callable | None = None
     score: Callable | None = None
     view: Callable | None = None
+    use_reference: bool = False
+    read_references: Callable[[str], Mapping[Any, Any]] | None = None
 
     def __post_init__(self) -> None:
         get_scorer(self.scheme)  # an unknown scheme fails when the benchmark is defined
@@ -161,8 +171,10 @@ def load_items(
     ties: str | None = None,
     limit: int | None = None,
     hf_split: str | None = None,
+    references: str | None = None,
 ) -> list[Item]:
-    """The benchmark's items from ``data``.
+    """The benchmark's items from ``data`` (``references``: the file of reference answers of a benchmark that
+    reads them from one, ``Benchmark.read_references``).
 
     ``--limit K`` keeps the first K rows in file order among the rows that pass the split and tie
     filters (a PPE correctness row yields one item per conflict pair; all of its pairs are kept).
@@ -175,7 +187,11 @@ def load_items(
     ties = ties or bench.default_ties
     if ties not in ("keep", "drop"):
         raise ValueError(f"--ties {ties!r}: choose keep or drop")
-    ctx = Context(source=data, split=part)
+    if references is not None and bench.read_references is None:
+        raise ValueError(f"--references {references}: benchmark {bench.name!r} reads no reference file (what it "
+                         "has is in its rows)")
+    ctx = Context(source=data, split=part,
+                  references=bench.read_references(references) if references is not None else None)
     items: list[Item] = []
     parts: Counter = Counter()  # the parts the rows belong to, to name them when the one asked for is empty
     rows = dropped = 0

@@ -28,6 +28,8 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         prompt=pair.prompt,
         responses={"A": pair.chosen, "B": pair.rejected},
         pairs=[("A", "B", "A")],
+        criteria=pair.criteria,
+        reference=pair.reference,
     )]
 
 
@@ -44,4 +46,5 @@ def mix_row(row, where: str) -> list[Item]:
         return []
     chosen, rejected = (r.response_a, r.response_b) if r.label == "A" else (r.response_b, r.response_a)
     return [Item(id=r.pair_id, category=r.kind or "all", prompt=r.prompt,
-                 responses={"A": chosen, "B": rejected}, pairs=[("A", "B", "A")])]
+                 responses={"A": chosen, "B": rejected}, pairs=[("A", "B", "A")], criteria=r.criteria,
+                 reference=r.reference)]

@@ -7,6 +7,9 @@
   ``scores`` (per-response correctness), ``sampled_conflict_pairs`` (0-based index pairs, one right
   and one wrong). Each conflict pair is one item; the lower index is shown first in order AB.
   Category: the set named in the data's name (mmlu-pro, math, gpqa, ifeval, mbpp-plus) or "correctness".
+  An item carries the row's gold answer as its reference (``GOLD_FIELDS``: MMLU-Pro's and MATH's
+  ``answer``, GPQA's ``correct_choice``; IFEval and MBPP-Plus rows have none). PPE's own evaluation shows
+  the reward model no gold answer, so it is sent only with ``--use_reference``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,25 @@ from j1.schema import RowError, require
 WINNERS = {"model_a": "A", "model_b": "B", "tie": "tie", "tie (bothbad)": "tie"}
 SETS = (("mmlu-pro", "mmlu-pro"), ("mmlu_pro", "mmlu-pro"), ("gpqa", "gpqa"), ("ifeval", "ifeval"),
         ("mbpp", "mbpp-plus"), ("math", "math"))
+# Where a correctness row keeps its gold answer, by the set's own schema (the first present is read).
+GOLD_FIELDS = ("answer", "correct_choice")
+
+
+def gold_answer(row, where: str) -> str | None:
+    """A correctness row's gold answer (``GOLD_FIELDS``), as text; None when it has none.
+
+    >>> gold_answer({"answer": "C"}, "f:1"), gold_answer({"correct_choice": 2}, "f:1"), gold_answer({}, "f:1")
+    ('C', '2', None)
+    """
+    for key in GOLD_FIELDS:
+        value = row.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise RowError(f"{where}: field {key!r} (the gold answer) must be a string or a number, "
+                           f"got {type(value).__name__}")
+        return str(value)
+    return None
 
 
 def correctness_set(source: str) -> str:
@@ -45,6 +67,7 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
                        "(correctness row): not a PPE row")
     scores = require(row, "scores", list, where)
     cat = correctness_set(ctx.source)
+    gold = gold_answer(row, where)
     items = []
     for pair in require(row, "sampled_conflict_pairs", list, where):
         if not (isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(x, int) for x in pair)):
@@ -57,6 +80,7 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
             id=f"{qid}:{i}-{j}", category=cat, prompt=prompt,
             responses={"A": str_field(row, f"response_{i + 1}", where), "B": str_field(row, f"response_{j + 1}", where)},
             pairs=[("A", "B", "A" if scores[i] else "B")],
+            reference=gold,
         ))
     return items
 

@@ -14,6 +14,10 @@ is ``j1.eval.rb2_scoring``'s:
   as the official code does; rotation r moves it r - 1 positions on. Slot ``4way:C`` = chosen at C.
 - ``--rb2-mode ratings``, and Ties always: each response rated alone with the pointwise format;
   slot = the response's name.
+
+A Precise IF item carries the constraint its answers are checked against, where its row has one
+(``additional_metadata.constraint``), as criteria; the official evaluation sends none, so it goes to the
+judge only with ``--use_reference``.
 """
 
 from __future__ import annotations
@@ -71,6 +75,13 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
     elif num_correct != 1 or len(rejected) < 3:
         raise RowError(f"{where}: a {subset} item has 1 chosen and at least 3 rejected answers; got "
                        f"{num_correct} and {len(rejected)} (fields 'chosen', 'rejected')")
+    constraint = None
+    extra = row.get("additional_metadata")
+    if subset == "Precise IF" and isinstance(extra, dict) and extra.get("constraint") is not None:
+        constraint = extra["constraint"]
+        if not isinstance(constraint, str):
+            raise RowError(f"{where}: field 'additional_metadata.constraint' must be a string, "
+                           f"got {type(constraint).__name__}")
     names_c = [f"c{i}" for i in range(len(chosen))]
     names_r = [f"r{j}" for j in range(len(rejected))]
     return [Item(
@@ -80,6 +91,7 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         responses=dict(zip(names_c, chosen, strict=True)) | dict(zip(names_r, rejected, strict=True)),
         pairs=[(c, r, "A") for c in names_c for r in names_r],
         meta={"num_correct": num_correct},
+        criteria=constraint,
     )]
 
 
@@ -88,13 +100,13 @@ def prompts(item: Item, cfg: EvalSpec) -> list[tuple[str, Messages]]:
     template = getattr(cfg, "template", None) or "full"
     if uses_ratings(item.category, cfg.rb2_mode):
         pos = get_format("pos", template)
-        return [(name, pos.render(item.prompt, text)) for name, text in item.responses.items()]
+        return [(name, pos.render(item.prompt, text, None, item.guidance)) for name, text in item.responses.items()]
     four = get_format("fourway", template)
     names = fourway_names(item.pairs)
     out = []
     for at in rotation_positions(item.id, cfg.seed, cfg.rb2_rotations):
         shown = [item.responses[n] for n in arrangement(names, at)]
-        out.append((FOURWAY_SLOT + at, four.render(item.prompt, *shown)))
+        out.append((FOURWAY_SLOT + at, four.render(item.prompt, *shown, guidance=item.guidance)))
     return out
 
 
