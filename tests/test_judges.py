@@ -41,6 +41,9 @@ def test_manifest_round_trips(tmp_path):
     ('{"format": "pav", "samples": 1.5}', "samples 1.5 must be an integer >= 1"),
     ('{"format": "pav", "temperature": -1}', "temperature -1 must be a number >= 0"),
     ('{"format": "pav", "schema_version": 9}', "schema_version 9 is newer"),
+    ('{"format": "pav", "inputs": ["gold"]}', "inputs ['gold'] must be a list of distinct names from criteria, "
+                                              "reference"),
+    ('{"format": "pav", "inputs": ["reference", "reference"]}', "inputs ['reference', 'reference'] must be"),
     ('{"format": "pav",\n "samples": }', "not valid JSON (line 2"),
 ])
 def test_a_bad_manifest_names_file_and_key(tmp_path, content, message):
@@ -156,3 +159,21 @@ def test_the_default_judge_ships_with_the_package():
     assert (folder / "adapter_model.safetensors").stat().st_size < 10_000_000
     w = judge_weights(DEFAULT_JUDGE)
     assert w.adapter == str(folder) and w.manifest == m
+
+
+def test_the_manifest_records_the_inputs_a_judge_was_trained_with(tmp_path):
+    """A manifest of j1 before schema 3 has no ``inputs``: its judge read none (j1 could not render them then)."""
+    from j1.judges import untrained_inputs, warn_untrained_inputs
+
+    m = trained_manifest(formulation="pav", template="full", prefill=None, max_new_tokens=8, base_model=None,
+                         judge_dir=tmp_path, trained_by="j1 train", inputs=["reference"])
+    write_manifest(tmp_path, m)
+    assert read_manifest(tmp_path).inputs == ["reference"] and read_manifest(tmp_path).schema_version == 3
+    (tmp_path / "judge.json").write_text('{"format": "pav", "schema_version": 2}')
+    old = read_manifest(tmp_path)
+    assert old.inputs == [] and untrained_inputs(old, ["reference", "criteria"]) == ["criteria", "reference"]
+    assert untrained_inputs(m, ["reference"]) == [] and untrained_inputs(None, ["criteria"]) == []
+    warned: set[str] = set()
+    assert warn_untrained_inputs(m, ["criteria", "reference"], warned) == ["criteria"]
+    assert warn_untrained_inputs(m, ["criteria"], warned) == []  # once
+    assert read_manifest(SHIPPED_DIR / DEFAULT_JUDGE).inputs == []  # the shipped judge read none

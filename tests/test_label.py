@@ -196,3 +196,35 @@ def test_bad_settings_are_named(kwargs, message):
 
 def test_served_judge_margin_is_votes():
     assert LabelSpec(data="x.jsonl", out="o", base_url="http://127.0.0.1:1/v1").margin == "votes"
+
+
+def test_rows_criteria_and_reference_reach_the_judge(tmp_path, capsys):
+    """A row's own criteria (text or a rubric) and reference, else --criteria for every row, in both orders of
+    every pair; results.jsonl shows them; the API's label() sends them too."""
+    import re
+
+    from j1 import load_judge
+
+    def inputs(request) -> tuple[str | None, str | None]:
+        text = request["messages"][-1]["content"]
+        got = [re.search(rf"<{n}-(\w{{8}})>\n(.*?)\n</{n}-\1>", text, re.S) for n in ("criteria", "reference")]
+        return tuple(m.group(2) if m else None for m in got)
+
+    data, out = tmp_path / "rows.jsonl", tmp_path / "run"
+    data.write_text(json.dumps({"id": "a", "prompt": "Capital?", "responses": ["Lyon.", "Paris."], "reference": "Paris"})
+                    + "\n" + json.dumps({"id": "b", "prompt": "Capital?", "response_a": "Rome.", "response_b": "Paris.",
+                                         "criteria": {"criteria": "Only the city.", "levels": {10: "Right city."}}})
+                    + "\n")
+    with FakeOpenAIServer(prefers_paris) as upstream:
+        assert main(["label", "--data", str(data), "--out", str(out), "--base_url", upstream.base_url,
+                     "--criteria", "Name the capital.", "--progress", "false"]) == 0
+        got = sorted(inputs(r) for r in upstream.requests)
+    capsys.readouterr()
+    assert got == [("Name the capital.", "Paris")] * 2 + [("Only the city.\nScore levels (0-10):\n10: Right city.",
+                                                           None)] * 2
+    results = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["criteria"], r["reference"]) for r in results] == [("Name the capital.", "Paris"),
+                                                                  (got[-1][0], None)]
+    with FakeOpenAIServer(prefers_paris) as upstream, load_judge(base_url=upstream.base_url) as judge:
+        judge.label([{"prompt": "Capital?", "responses": ["Lyon.", "Paris."], "reference": "Paris"}])
+        assert {inputs(r) for r in upstream.requests} == {(None, "Paris")}

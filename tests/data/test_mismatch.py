@@ -172,3 +172,14 @@ def test_bad_flags_exit_2(argv):
     with pytest.raises(SystemExit) as done:
         main(["synth", "mismatch", *argv])
     assert done.value.code == 2
+
+
+def test_math_pairs_keep_the_final_answer_as_their_reference():
+    from j1.data.mismatch import final_answer
+
+    # GSM8K's "#### x" (commas dropped), MATH's last box, and an instruction's output (none)
+    assert [final_answer(t) for t in ("so 3\n#### 1,200", r"hence $\boxed{(3, -1)}$", "Bright and warm.")] == \
+        ["1200", "(3, -1)", None]
+    ps = [Problem(str(i), f"q{i}", "f", f"s{i}\n#### {i}") for i in range(3)]
+    pairs = mismatch_pairs(ps, pairs=3, max_words=5, seed=0, source="x")
+    assert all(p.reference == p.id for p in pairs)  # question i's final answer is i

@@ -183,3 +183,26 @@ def test_probe_takes_a_plain_file(tiny_model, tmp_path, capsys):
                "--batch_size", "2", "--out", str(out), "--no_progress"])
     assert rc == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["all"]["pairs"] == 2
+
+
+def test_criteria_and_reference_travel_with_the_pair(tmp_path):
+    """A pair row's criteria (text, or a rubric object written out) and reference are read by the one loader, kept
+    by j1's pair records and their mix rows, and left out of a record that has none (files read as before)."""
+    from j1.atomic import plain
+    from j1.schema import both_orders, read_pairs
+
+    rubric = {"criteria": "Exact?", "levels": [{"score": 10, "description": "Exact."}]}
+    pair = pair_from_row({"prompt": "q", "chosen": "4", "rejected": "5", "criteria": rubric, "reference": "4"}, "f:1")
+    assert (pair.criteria, pair.reference) == ("Exact?\nScore levels (0-10):\n10: Exact.", "4")
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(plain(pair)) + "\n" + json.dumps(plain(PairRecord("p2", "q", "a", "b", "k", "s"))) + "\n")
+    assert "criteria" not in path.read_text().splitlines()[1]  # unset: left out
+    first, second = read_pairs(path)
+    assert first == pair and (second.criteria, second.reference) == (None, None)
+    rows = both_orders(first, 0)
+    assert {(r.criteria, r.reference) for r in rows} == {(pair.criteria, "4")}
+    with pytest.raises(RowError, match=r"f:2: field 'reference' must be a string, got int"):
+        pair_from_row({"prompt": "q", "chosen": "a", "rejected": "b", "reference": 4}, "f:2")
+    with pytest.raises(RowError, match=r"f:3: field 'criteria': levels\[0\]: score 11"):
+        pair_from_row({"prompt": "q", "chosen": "a", "rejected": "b",
+                       "criteria": {"criteria": "c", "levels": {11: "x"}}}, "f:3")

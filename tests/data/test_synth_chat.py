@@ -119,6 +119,17 @@ def test_every_drop_reason_without_judge(fake_openai, tmp_path, capsys):
     assert not (tmp_path / "chat.work.jsonl").exists()  # removed once the source is done
 
 
+def test_criteria_from_rewrite_is_a_recipes_choice(fake_openai, tmp_path):
+    fake_openai.reply = scripted
+    plain, kept = tmp_path / "plain.jsonl", tmp_path / "kept.jsonl"
+    assert _run(fake_openai, plain) == 0 and _run(fake_openai, kept, "--criteria_from_rewrite") == 0
+    assert all(p.criteria is None for p in read_pairs(plain)) and "criteria" not in plain.read_text()
+    pairs = {p.prompt: p for p in read_pairs(kept)}
+    assert pairs["Write a poem about cats."].criteria == 'Keep to the request: it asks for "cats." (not "dogs.").'
+    assert pairs["List four primary colors of light."].criteria == \
+        'Keep to the request: it asks for "four" (not "three").'
+
+
 def test_reference_judge_must_prefer_chosen_in_both_orders(fake_openai, tmp_path):
     fake_openai.reply = scripted
     out = tmp_path / "chat.jsonl"
@@ -252,3 +263,20 @@ def test_embedded_model_end_to_end(tmp_path, embedded_backend, monkeypatch):
     for rec in map(json.loads, records):
         cand = rec["meta"]["rewrite_candidates"][0]
         assert {"text", "lexical", "embedding", "verdict"} <= set(cand)
+
+
+@pytest.mark.parametrize("original, rewrite, expected", [
+    ("Suggest games for young children.", "Suggest games for elderly grandparents.",
+     'Keep to the request: it asks for "young children." (not "elderly grandparents.").'),
+    ("Translate it into Spanish.\n\nHello.", "Translate it into German.\n\nHello.",
+     'Keep to the request: it asks for "Spanish." (not "German.").'),
+    ("Write a poem.", "Write a short poem.", 'Keep to the request: it does not ask for "short".'),
+    ("Write a short poem.", "Write a poem.", 'Keep to the request: it asks for "short".'),
+    ("List 3 cities in Spain by size.", "List 5 cities in Italy by size.",
+     'Keep to the request: it asks for "3" (not "5"); it asks for "Spain" (not "Italy").'),
+    ("Same words.", "Same\nwords.", None),
+])
+def test_rewrite_criteria(original, rewrite, expected):
+    from j1.data.synth_chat import rewrite_criteria
+
+    assert rewrite_criteria(original, rewrite) == expected

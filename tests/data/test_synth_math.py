@@ -60,6 +60,7 @@ def test_pairs_and_drop_reasons(fake_openai, tmp_path, capsys):
     assert tom.meta["verification"] == ["right", "wrong", "no_answer", "wrong"]
     assert tom.meta["answers"] == ["7", "8", None, "12"]
     assert tom.meta["gold"] == "7" and tom.meta["model"] == "scripted-judge" and tom.meta["samples"] == 4
+    assert tom.reference == "7"  # the gold answer stays with the pair (a judge may read it: --judge_inputs)
     five = next(p for p in pairs if "5 times 5" in p.prompt)
     assert five.chosen in {"\\boxed{25}", "\\boxed{\\frac{50}{2}}"}  # 50/2 verifies as 25
 

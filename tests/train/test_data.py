@@ -215,3 +215,27 @@ def test_prefilled_rows_train_the_rest_of_the_answer_only():
     # a prefill that does not start the format's answer is refused, naming the flag
     with pytest.raises(ValueError, match="--assistant_prefill"):
         sft_rows(unit_rows(PAIR, "pav", prefill="<think>x</think>\n<score>"), 0, tokenizer=tok)
+
+
+def test_rows_show_the_inputs_a_recipe_names_where_a_pair_has_them():
+    """--judge_inputs reference: a pair with a reference shows it in both orders; one without shows none; an input
+    no pair has is refused (the manifest would say the judge read what it never saw)."""
+    with_ref = Pair("p1", "Q?", "right", "wrong", "A", reference="right", criteria="Be exact.")
+    rows, counts = build_rows([with_ref, PAIR], "pav", inputs=["reference"])
+    texts = [r["prompt"][-1]["content"] for r in rows]
+    assert ["<reference-" in t for t in texts] == [True, True, False, False]
+    assert not any("<criteria-" in t for t in texts)  # not named: not shown
+    assert counts["inputs"] == {"reference": 1}
+    plain, counts = build_rows([with_ref], "pav")
+    assert "<reference-" not in plain[0]["prompt"][-1]["content"] and "inputs" not in counts
+    with pytest.raises(ValueError, match="--judge_inputs criteria: no training pair has a criteria"):
+        build_rows([PAIR], "pav", inputs=["criteria"])
+
+
+def test_mix_rows_carry_the_inputs(tmp_path):
+    from j1.schema import PairRecord, both_orders
+
+    rows = both_orders(PairRecord("p", "q", "c", "r", "math", "s", reference="4"), 0)
+    path = _write(tmp_path / "mix.jsonl", [{**r.__dict__} | {"criteria": None} for r in rows])
+    (pair,) = load_pairs(path)
+    assert pair.reference == "4" and pair.criteria is None

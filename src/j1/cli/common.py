@@ -61,6 +61,10 @@ def make_parser(classes: Sequence[type], prog: str, **kwargs) -> argparse.Argume
 
     parser = J1Parser(list(classes), prog=prog, formatter_class=HelpFormatter, **kwargs)
     for action in parser._actions:
+        # An optional boolean whose unset value (None) a spec resolves (``--use_reference``: the benchmark's rule)
+        # takes a bare flag as true, as a plain boolean does; HfArgumentParser wants a value after it.
+        if getattr(action.type, "__name__", "") == "string_to_bool" and action.nargs is None and action.default is None:
+            action.nargs, action.const = "?", True
         negated = [o for o in action.option_strings if o.startswith("--no_")]
         if negated and isinstance(action, argparse._StoreFalseAction):
             action.help = NEGATED_HELP.get(action.dest, f"Same as --{action.dest} false.")

@@ -17,6 +17,10 @@ How they are built (``j1 synth mismatch``):
 
 One output file; ``j1 synth mix`` splits it by prompt afterwards. A held-out question's gold answer
 can then be the rejected response of a training question (a different request), never its chosen one.
+
+A math question's final answer (GSM8K's ``#### x``, MATH's last ``\\boxed{}``) is kept as the pair's
+``reference``: the gold answer a judge trained with ``--judge_inputs reference`` reads. An instruction's
+output has none (its whole text is the chosen response).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import random
 import re
 from collections.abc import Sequence
 
+from j1.data.mathcheck import gsm8k_final, last_boxed
 from j1.data.sources import Problem
 from j1.schema import PairRecord
 
@@ -46,6 +51,18 @@ def clean_solution(text: str) -> str:
     '48/2 = 24 clips.\\nThe answer is 72'
     """
     return _FINAL.sub("The answer is ", _CALCULATOR.sub("", text)).strip()
+
+
+def final_answer(text: str) -> str | None:
+    r"""A math solution's final answer: after GSM8K's ``####``, else in its last ``\boxed{}``; None otherwise.
+
+    >>> final_answer("48/2 = 24\n#### 1,072"), final_answer(r"so $\boxed{\frac{1}{2}}$"), final_answer("Paris.")
+    ('1072', '\\frac{1}{2}', None)
+    """
+    final = gsm8k_final(text)
+    if final is None:
+        final = last_boxed(text)
+    return final.strip() if final is not None and final.strip() else None
 
 
 def is_short(problem: Problem, max_words: int) -> bool:
@@ -134,6 +151,7 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
     answers = [clean_solution(p.answer or "") for p in picked]
     return [
         PairRecord(p.id, p.prompt, answers[i], answers[j], kind, source,
-                   {"seed": seed, "rejected_from": picked[j].id, "where": p.where})
+                   {"seed": seed, "rejected_from": picked[j].id, "where": p.where},
+                   reference=final_answer(p.answer or ""))
         for i, (p, j) in enumerate(zip(picked, mismatch_indices(answers, rng), strict=True))
     ]

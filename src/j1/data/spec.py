@@ -114,6 +114,10 @@ class SynthChatSpec(_SynthSourceArgs, BackendArgs, SamplingArgs):
     chunk_size: int = field(
         default=64, metadata={"help": "Prompts taken through all steps together (results are appended per chunk)."}
     )
+    criteria_from_rewrite: bool = field(
+        default=False, metadata={"help": "Keep what the rewrite changed as each pair's criteria ('Keep to the request: it "
+                                 "asks for \"young children\" (not \"elderly grandparents\")'), for a judge trained "
+                                 "with --judge_inputs criteria. It names what separates the answers: a recipe's choice."})
 
     def __post_init__(self) -> None:
         self._check_source()

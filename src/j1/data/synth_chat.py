@@ -17,10 +17,16 @@ with the first candidate's reason; every candidate's verdict is in meta and in t
 appended to ``OUT.work.jsonl`` as it arrives, so a killed run loses no generation: the rerun takes
 every finished step from there and asks the model only for the rest. The work file is removed
 once the source is fully done.
+
+With ``--criteria_from_rewrite`` a pair keeps, as its ``criteria``, what the rewrite changed
+(``rewrite_criteria``): the detail of x an answer must keep to. It names what separates the two answers,
+so it is a recipe's choice (a judge trained with ``--judge_inputs criteria`` learns to check criteria), never
+a default.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import time
 from collections import Counter
@@ -80,6 +86,38 @@ def rewrite_messages(prompt: str, examples: Sequence[tuple[str, str]] = REWRITE_
     return [*turns, {"role": "user", "content": REWRITE_INSTRUCTION.format(prompt=prompt)}]
 
 
+# The most words of one changed span quoted in the criteria; past it the span is cut with "...".
+CRITERIA_SPAN_WORDS = 12
+
+
+def rewrite_criteria(original: str, rewrite: str) -> str | None:
+    """What a rewrite changed in the request, as criteria a judge can check an answer against: each span of
+    ``original`` the rewrite replaced or dropped (with what it put instead), and each span it added; None when
+    the words are the same.
+
+    >>> rewrite_criteria("Suggest three games for young children.", "Suggest three games for elderly grandparents.")
+    'Keep to the request: it asks for "young children." (not "elderly grandparents.").'
+    >>> rewrite_criteria("Same words.", "Same   words.") is None
+    True
+    """
+    def quote(words: list[str]) -> str:
+        cut = words[:CRITERIA_SPAN_WORDS]
+        return " ".join(cut) + (" ..." if len(words) > len(cut) else "")
+
+    a, b = original.split(), rewrite.split()
+    parts = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if i1 == i2:  # an addition: the request does not ask for it
+            parts.append(f'it does not ask for "{quote(b[j1:j2])}"')
+        elif j1 == j2:
+            parts.append(f'it asks for "{quote(a[i1:i2])}"')
+        else:
+            parts.append(f'it asks for "{quote(a[i1:i2])}" (not "{quote(b[j1:j2])}")')
+    return f"Keep to the request: {'; '.join(parts)}." if parts else None
+
+
 @dataclass
 class ChatOptions:
     """Everything ``synth_chat`` needs besides the backends (built by the CLI from SynthChatConfig)."""
@@ -92,6 +130,7 @@ class ChatOptions:
     chunk_size: int = 64
     judge_format: str = "pav"
     judge_params: SamplingParams | None = None
+    criteria_from_rewrite: bool = False  # keep what the rewrite changed as the pair's criteria
 
 
 class WorkCache:
@@ -264,8 +303,9 @@ def synth_chat(
                                                   {**meta, "chosen": answers[p.id][0].text,
                                                    "rejected": noisy_answers[p.id][0].text}))
                         continue
+                criteria = rewrite_criteria(p.prompt, noisy[p.id]) if opts.criteria_from_rewrite else None
                 store.add_pair(PairRecord(p.id, p.prompt, answers[p.id][0].text, noisy_answers[p.id][0].text,
-                                          KIND, source, meta))
+                                          KIND, source, meta, criteria=criteria))
             bar.update(len(chunk))
             bar.set_postfix(pairs=len(store.pairs), dropped=len(store.dropped))
     finally:
@@ -293,4 +333,5 @@ def options_from(cfg: SynthChatSpec) -> ChatOptions:
         chunk_size=cfg.chunk_size,
         judge_format=cfg.verify_format,
         judge_params=judge_params(cfg.verify_max_new_tokens, cfg.seed),
+        criteria_from_rewrite=cfg.criteria_from_rewrite,
     )

@@ -9,7 +9,8 @@ ones, with ``random.Random(f"{seed}:{id}")`` (so the choice depends only on the 
 problem id, not on batch order or on resuming). We do not prefer the shortest sample: length would
 then separate chosen from rejected systematically and the judge could learn "shorter wins".
 Samples without a boxed answer (``no_answer``, often truncated) are never used: they are neither
-known-right nor a fair wrong answer. Problems with no right sample (``no_right_sample``) or no
+known-right nor a fair wrong answer. Each pair keeps the gold answer as its ``reference`` (what a judge
+trained with ``--judge_inputs reference`` reads). Problems with no right sample (``no_right_sample``) or no
 wrong one (``no_wrong_sample``) give no pair; they are written to the dropped file and counted.
 """
 
@@ -152,7 +153,9 @@ def _run_chunk(backend, chunk, golds, store, params, source, samples, bar) -> No
         else:
             ci, ri = picked
             meta.update(chosen_index=ci, rejected_index=ri)
-            store.add_pair(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta))
+            # The gold answer stays with the pair: a judge may be trained and asked with it (--judge_inputs reference).
+            store.add_pair(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta,
+                                      reference=gold.text))
         bar.update(1)
         bar.set_postfix(pairs=len(store.pairs), right=samples[RIGHT], wrong=samples[WRONG])
 

@@ -59,17 +59,20 @@ def formulation_formats(formulation: str) -> tuple[str, ...]:
     return ("pas", "pos") if formulation == "multitask" else (formulation,)
 
 
-def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str | None = None) -> list[dict]:
+def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str | None = None,
+              inputs: Sequence[str] = ()) -> list[dict]:
     """The judge prompts of one pair as dataset rows, in units of two (see the module docstring).
 
     Each row: ``prompt`` (chat messages, ending with the partial assistant message ``prefill`` if
     given: ``j1.chat``), ``pair_id``, ``order`` (AB/BA, or A/B for pos), ``label`` and
-    ``judge_format`` — the columns the J1 reward functions read.
+    ``judge_format`` — the columns the J1 reward functions read. The prompt shows the pair's criteria and
+    reference named in ``inputs`` (``--judge_inputs``) where the pair has them.
     """
     rows: list[dict] = []
+    guide = pair.guidance.keep(inputs)
     for name in formulation_formats(formulation):
         fmt = get_format(name, template)
-        for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b):
+        for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b, guide):
             rows.append({"prompt": with_prefill(messages, prefill), "pair_id": pair.pair_id, "order": order,
                          "label": pair.label, "judge_format": name})
     return rows
@@ -134,25 +137,36 @@ def build_rows(
     cap_from: str | None = None,
     template: str = "full",
     prefill: str | None = None,
+    inputs: Sequence[str] = (),
 ) -> tuple[list[dict], dict]:
     """All rows of ``pairs`` (units kept adjacent), dropping whole units whose longest prompt
     exceeds ``max_prompt_tokens`` (counted with the chat template of ``tokenizer``; ``cap_from`` says
     what sets it, from ``prompt_cap``); prompts are worded with the judge ``template``
-    (j1.formats.templates) and end with ``prefill`` if given.
+    (j1.formats.templates), show the pair's ``inputs`` (criteria, reference) where it has them, and end with
+    ``prefill`` if given.
 
     Returns:
-        (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``, and with a cap
-        ``prompt_token_limit``, ``prompt_limit_from``, ``longest_prompt_tokens`` (of the rows kept) and
-        ``longest_dropped`` (``pair_id``, ``order``, ``tokens`` of the longest prompt dropped; None when
-        none was).
+        (rows, counts) with counts ``pairs``, ``units``, ``dropped_long_units``, ``inputs`` (each input
+        shown: the pairs that have it), and with a cap ``prompt_token_limit``, ``prompt_limit_from``,
+        ``longest_prompt_tokens`` (of the rows kept) and ``longest_dropped`` (``pair_id``, ``order``,
+        ``tokens`` of the longest prompt dropped; None when none was).
+
+    Raises:
+        ValueError: an input of ``inputs`` that no pair has (the judge would be said to read what it never saw),
+            or no rows left.
     """
+    shown = {name: sum(name in p.guidance.inputs for p in pairs) for name in inputs}
+    missing = [name for name, n in shown.items() if n == 0]
+    if missing:
+        raise ValueError(f"--judge_inputs {missing[0]}: no training pair has a {missing[0]} (a pair file's "
+                         f"'{missing[0]}' field; j1 synth keeps the source's gold answer as 'reference')")
     rows: list[dict] = []
     dropped = kept_longest = 0
     longest: dict | None = None
     if max_prompt_tokens is not None and tokenizer is None:
         raise ValueError("max_prompt_tokens needs a tokenizer")
     for pair in pairs:
-        unit = unit_rows(pair, formulation, template, prefill)
+        unit = unit_rows(pair, formulation, template, prefill, inputs)
         for k in range(0, len(unit), UNIT):
             part = unit[k : k + UNIT]
             if max_prompt_tokens is not None:
@@ -165,6 +179,8 @@ def build_rows(
                 kept_longest = max(kept_longest, n)
             rows.extend(part)
     counts: dict = {"pairs": len(pairs), "units": len(rows) // UNIT, "dropped_long_units": dropped}
+    if shown:
+        counts["inputs"] = shown
     if max_prompt_tokens is not None:
         counts.update(prompt_token_limit=max_prompt_tokens, prompt_limit_from=cap_from or
                       f"max_prompt_tokens {max_prompt_tokens}", longest_prompt_tokens=kept_longest,

@@ -247,7 +247,7 @@ def dry_run(j1cfg: TrainSpec, grpo: GRPOConfig, model_args: ModelConfig) -> dict
     context = engine_context(grpo.use_vllm, grpo.vllm_max_model_length, shape.context if shape else None)
     cap, cap_from = prompt_cap(j1cfg.max_prompt_tokens, *context, grpo.max_completion_length)
     rows, counts = build_rows(pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cap, cap_from=cap_from,
-                              template=j1cfg.template, prefill=j1cfg.assistant_prefill)
+                              template=j1cfg.template, prefill=j1cfg.assistant_prefill, inputs=j1cfg.judge_inputs)
     units = counts["units"]
     if units < geometry.pairs_per_generation:
         raise ValueError(f"{j1cfg.train_file}: {units} pair units after filtering, but one generation batch at "

@@ -170,7 +170,7 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
     cap, cap_from = prompt_cap(j1cfg.max_prompt_tokens, *context, grpo_args.max_completion_length)
     rows, counts = build_rows(
         pairs, j1cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cap, cap_from=cap_from,
-        template=j1cfg.template, prefill=j1cfg.assistant_prefill,
+        template=j1cfg.template, prefill=j1cfg.assistant_prefill, inputs=j1cfg.judge_inputs,
     )
     if dropped_message(counts):
         log.warning(dropped_message(counts))
@@ -313,7 +313,7 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
         return trained_manifest(
             formulation=j1cfg.formulation, template=j1cfg.template, prefill=j1cfg.assistant_prefill,
             max_new_tokens=grpo_args.max_completion_length, base_model=base if lora else None,
-            judge_dir=folder, trained_by="j1 train")
+            judge_dir=folder, trained_by="j1 train", inputs=j1cfg.judge_inputs)
 
     clock = TrainClockCallback(out)
     stopper = StopAndSaveCallback(max_minutes=j1cfg.max_minutes, save_minutes=j1cfg.save_minutes,

@@ -189,7 +189,7 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     if cfg.max_pairs is not None:
         pairs = pairs[: cfg.max_pairs + cfg.heldout_pairs]
     rows, counts = build_rows(pairs, cfg.formulation, tokenizer=tokenizer, max_prompt_tokens=cfg.max_prompt_tokens,
-                              template=cfg.template, prefill=cfg.assistant_prefill)
+                              template=cfg.template, prefill=cfg.assistant_prefill, inputs=cfg.judge_inputs)
     # Held-out units come from the end of the file, whole units only; SFT never sees their prompts.
     n_held = min(cfg.heldout_pairs * UNIT, len(rows) - UNIT)
     train_rows, held_rows = rows[: len(rows) - n_held], rows[len(rows) - n_held :]
@@ -245,7 +245,7 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
         write_manifest(out, trained_manifest(
             formulation=cfg.formulation, template=cfg.template, prefill=cfg.assistant_prefill,
             max_new_tokens=cfg.check_max_new_tokens, base_model=base if adapter else None, judge_dir=out,
-            trained_by="j1 warmup"))
+            trained_by="j1 warmup", inputs=cfg.judge_inputs))
         folder.write(config, status="done", resume_from=resume, model_path=path,
                      device=describe(sft_args.device, dtype=str(model.dtype).removeprefix("torch.")),
                      global_step=trainer.state.global_step, **accounting,
