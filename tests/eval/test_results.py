@@ -223,8 +223,8 @@ def test_attack_consistency_and_label_write_records(tmp_path):
         assert main(["label", "--data", str(sets), "--out", str(tmp_path / "lab"), *url, "--keep", "all",
                      "--progress", "false"]) == 0
     attack = read_results(tmp_path / "atk" / "results.jsonl")
-    assert len(attack) == 2 * 15 and {r.command for r in attack} == {"attack"}
-    assert [r.outcome["row"] for r in attack] == ["r1"] * 15 + ["r2"] * 15  # rows in file order, attacks within
+    assert len(attack) == 2 * 16 and {r.command for r in attack} == {"attack"}
+    assert [r.outcome["row"] for r in attack] == ["r1"] * 16 + ["r2"] * 16  # rows in file order, attacks within
     assert attack[-1].outcome["attack"] == "control" and attack[-1].responses[1]["text"] == "5"
     assert all(r.source == f"{data}:{1 + (r.outcome['row'] == 'r2')}" for r in attack)
     # the judge prefers Paris: right on r1's control in both orders (label A: the reference)

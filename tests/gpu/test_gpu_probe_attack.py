@@ -55,8 +55,8 @@ def test_attack_command_on_the_device(tiny_model, tmp_path, device, generations,
                  "--n_boot", "50", "--progress", "false", "--out", str(out)]) == 0
     assert generations.on(device)
     lines = (out / "judgments.jsonl").read_text().splitlines()
-    assert len(lines) == 15 * 2  # 1 row x (14 attacks + control) x 2 orders
+    assert len(lines) == 16 * 2  # 1 row x (15 attacks + control) x 2 orders
     report = json.loads((out / "report.json").read_text())
-    assert report["overall"]["n"] == 14 and report["control"]["n"] == 1
+    assert report["overall"]["n"] == 15 and report["control"]["n"] == 1
     assert json.loads(capsys.readouterr().out)["overall"] == report["overall"]
     assert json.loads((out / "run.json").read_text())["status"] == "complete"
