@@ -519,3 +519,17 @@ def test_probe_cli_pos_on_the_embedded_base(tmp_path, capsys):
     scores = [s for p in json.loads(out.read_text())["pairs"] for s in (p["score_a"], p["score_b"])]
     assert all(0.0 <= s <= 9.0 for s in scores)
     assert summary["all"]["mean_score"] == pytest.approx(sum(scores) / 4)
+
+
+def test_probe_rows_show_a_pairs_criteria_and_reference():
+    """A pair's own inputs are in both orders' prompts (pav) and in each response's (pos); j1 probe shows them with
+    --use_reference only (run_probe strips them otherwise, as j1 eval does)."""
+    from j1.probe import score_rows
+
+    pair = Pair("p", "Q?", "good", "bad", "A", reference="good", criteria="Be exact.")
+    for rows in (probe_rows([pair]), score_rows([pair])):
+        texts = [r.messages[1]["content"] for r in rows]
+        assert len(texts) == 2 and all("<reference-" in t and "<criteria-" in t for t in texts)
+    plain = probe_rows([Pair("p", "Q?", "good", "bad", "A")])
+    assert not any("<reference-" in r.messages[1]["content"] for r in plain)
+    assert ProbeSpec(data="x.jsonl").use_reference is False

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from j1.chat import render, with_prefill
 from j1.formats import Messages, get_format
+from j1.formats.base import INPUTS
 from j1.formats.templates import quote_parts
 from j1.pairs import ORDERS, Order, render_both, shown_label, shown_responses
 from j1.probe_stats import (
@@ -425,6 +426,8 @@ def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
     pairs = load_pairs(cfg.data)
     if cfg.limit is not None:
         pairs = pairs[: cfg.limit]
+    if not cfg.use_reference:  # a pair file's criteria and reference are shown only when asked, as in j1 eval
+        pairs = [replace(p, criteria=None, reference=None) for p in pairs]
     thought = probe.thought if cfg.thought is None else cfg.thought
     rows = probe.rows(pairs, template=cfg.template, thought=thought, quote_words=cfg.quote_words)
     model, tokenizer = probe_model(cfg.model, cfg.base)
@@ -440,6 +443,7 @@ def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
         "template": cfg.template,
         "thought": "quote" if cfg.quote_words > 0 else thought,
         "quote_words": cfg.quote_words,
+        "inputs": {n: sum(n in p.guidance.inputs for p in pairs) for n in INPUTS},
         "all": probe.summarise(per_pair).as_dict(),
         "by_kind": {k: s.as_dict() for k, s in summarise_by_kind(per_pair, probe.summarise).items()},
     }

@@ -42,6 +42,9 @@ class ProbeSpec:
     quote_words: int = field(
         default=0, metadata={"help": "N > 0: the thought quotes the first N words of the request and of each "
                              "response as shown, in place of --thought."})
+    use_reference: bool = field(
+        default=False, metadata={"help": "Show each pair's own criteria and reference answer (pair-file fields) to the "
+                                 "judge, as j1 eval --use_reference does."})
     limit: int | None = field(default=None, metadata={"help": "Probe only the first K pairs (file order)."})
     batch_size: int = field(default=8, metadata={"help": "Judge prompts per forward pass."})
     out: str | None = field(
