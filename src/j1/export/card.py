@@ -91,6 +91,10 @@ def judge_card(manifest, run: Mapping[str, Any], *, kind: str, base_hub_id: str 
         asked.append(f"- Every answer starts with the prefill `{manifest.assistant_prefill!r}`: the judge continues "
                      "it, so an engine must continue a final assistant message (j1 sends the rendered prompt to "
                      "`/v1/completions` when it has the judge's tokenizer).")
+    inputs = getattr(manifest, "inputs", None) or []
+    asked.append("- Trained to read besides the pair: " + (", ".join(f"`{i}`" for i in inputs) + " (j1 judge "
+                 "--criteria/--reference, fenced in its prompt)." if inputs else "nothing (criteria or a reference "
+                 "answer may be given; it was not trained to use them)."))
     weights = manifest.base_weights or {}
     if kind == "adapter":
         base_lines = [f"A LoRA adapter on `{manifest.base_model}`"
