@@ -13,6 +13,9 @@ medians give judgments/s, prefill tokens/s (prompt tokens over the 1-token run),
 - ``j1``: ``LocalBackend`` (each prompt encoded once, ``j1.decode``);
 - ``j1-previous``: each prompt encoded once, then ``generate`` on the fanned-out cache (j1's path
   before ``j1.decode``);
+- ``generate-static-shared``: each prompt encoded once, its cache fanned out to its 8 rows and copied
+  into a ``StaticCache`` sized for the new tokens, then ``generate`` on it (what decoding through
+  ``generate`` instead of ``j1.decode``'s loop would be, issue 56);
 - ``generate`` and ``generate-static``: ``generate(num_return_sequences=8)`` on the 4 prompts, with
   transformers' dynamic and static cache;
 - ``llamacpp``: llama-cpp-python's low-level batch API on the GGUF the embedded model ships in, one
@@ -48,7 +51,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ENGINES = ("j1", "j1-previous", "generate", "generate-static", "llamacpp")
+ENGINES = ("j1", "j1-previous", "generate-static-shared", "generate", "generate-static", "llamacpp")
 
 
 def workload(items: int, data: str | None = None):
@@ -91,6 +94,20 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
             mask = enc.attention_mask.repeat_interleave(samples, 0)
             pos = (mask.cumsum(-1) - 1).clamp(min=0)
             cache = sharedprefix.prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+            model.generate(input_ids=ids, attention_mask=mask, cache=cache, **kw)
+        elif engine == "generate-static-shared":
+            from transformers import StaticCache
+
+            from j1 import sharedprefix
+
+            ids = enc.input_ids.repeat_interleave(samples, 0)
+            mask = enc.attention_mask.repeat_interleave(samples, 0)
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            shared = sharedprefix.prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+            cache = StaticCache(config=model.config, max_cache_len=ids.shape[1] + new_tokens)
+            where = torch.arange(ids.shape[1] - 1, device=ids.device)
+            for i, layer in enumerate(shared.layers):
+                cache.update(layer.keys, layer.values, i, {"cache_position": where})
             model.generate(input_ids=ids, attention_mask=mask, cache=cache, **kw)
         else:
             extra = {"cache_implementation": "static"} if engine == "generate-static" else {}

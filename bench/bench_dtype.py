@@ -114,7 +114,7 @@ def main(argv=None) -> None:
               f"{r['pairs_agreeing_with_fp32']:>8}/{len(pairs)} {r['consistent_minus_fp32']:>+6.3f} "
               f"{interval(r['consistent_minus_fp32_ci'], '+'):>15} {r['judgments_per_s']:>8.2f} {r['speed_vs_fp32']:>6.2f}")
     if a.json:
-        from j1.models import cpu_native_bf16
+        from j1.device import cpu_native_bf16
 
         Path(a.json).write_text(json.dumps({"args": vars(a), "cpu_native_bf16": cpu_native_bf16(),
                                             "load_average": {"min": min(loads), "max": max(loads), "each_chunk": loads},

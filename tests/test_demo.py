@@ -392,7 +392,7 @@ def test_bf16_auto_follows_the_machine(monkeypatch, tmp_path):
     from j1.cli.configs import DemoConfig
 
     for native in (True, False):
-        monkeypatch.setattr("j1.models.native_bf16", lambda native=native: native)
+        monkeypatch.setattr("j1.device.native_bf16", lambda native=native: native)
         assert DemoConfig(minutes=5, out=str(tmp_path / "d")).train_bf16 is native
 
 

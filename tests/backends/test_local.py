@@ -14,8 +14,9 @@ PROMPTS = [
 ]
 
 
-def test_shared_prefill_matches_separate_prompts(embedded_backend: LocalBackend):
-    """Greedy: n samples from one shared prefill equal the single greedy answer, token for token."""
+def test_shared_prefill_matches_separate_prompts(embedded_fp32: LocalBackend):
+    """Greedy: n samples from one shared prefill equal the single greedy answer, token for token (fp32)."""
+    embedded_backend = embedded_fp32
     greedy = embedded_backend.generate(PROMPTS, SamplingParams(n=1, temperature=0, max_new_tokens=12))
     # Temperature ~0 through the sampling path with n=3 exercises the shared-prefill branch.
     shared = embedded_backend.generate(PROMPTS, SamplingParams(n=3, temperature=1e-4, max_new_tokens=12))
@@ -75,11 +76,12 @@ def test_a_prefill_is_continued_and_returned_whole(embedded_backend: LocalBacken
     assert out[0].text[: len(answer) - 8] == answer[: len(answer) - 8]  # 16 new tokens reach further
 
 
-def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_backend: LocalBackend, monkeypatch):
+def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_fp32: LocalBackend, monkeypatch):
     """On a GPU the backend decodes with generate and a static cache (j1.device.fast_decode); forced
-    here on the CPU, its greedy answers are j1.decode's, token for token."""
+    here on the CPU, its greedy answers are j1.decode's, token for token (fp32)."""
     import j1.device
 
+    embedded_backend = embedded_fp32
     params = SamplingParams(n=1, temperature=0, max_new_tokens=12)
     assert embedded_backend.engine == "j1.decode"
     fast = embedded_backend.generate(PROMPTS, params)
@@ -91,12 +93,15 @@ def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_backend: L
 
 
 def test_the_device_sets_dtype_and_batch_rows(embedded_backend: LocalBackend):
-    # the CPU defaults: float32 (bf16 is emulated on most CPUs) and 32 rows a batch
-    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == ("float32", 32)
+    # the CPU defaults: bf16 where the CPU computes it (AVX-512 BF16, AMX), else float32; 32 rows a batch
+    from j1.device import cpu_native_bf16
+
+    want = "bfloat16" if cpu_native_bf16() else "float32"
+    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == (want, 32)
 
 
 @pytest.mark.parametrize("engine", ["j1.decode", "generate (static cache)"])
-def test_rows_stop_at_their_answer_and_the_texts_are_the_same(embedded_backend: LocalBackend, engine, monkeypatch):
+def test_rows_stop_at_their_answer_and_the_texts_are_the_same(embedded_fp32: LocalBackend, engine, monkeypatch):
     """A judge's rows stop at their answer's closing tag (SamplingParams.stop, as j1.judge.judging sets it):
     fewer tokens decoded, the same texts, finish reasons and token counts as decoding on to the limit."""
     import dataclasses
@@ -107,6 +112,7 @@ def test_rows_stop_at_their_answer_and_the_texts_are_the_same(embedded_backend: 
     from j1.judge import judging
     from j1.pairs import render_both
 
+    embedded_backend = embedded_fp32
     if engine != "j1.decode":
         monkeypatch.setattr(j1.device, "fast_decode", lambda device: False)
     assert embedded_backend.engine == engine

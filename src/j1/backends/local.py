@@ -32,7 +32,7 @@ class LocalBackend(Backend):
         max_batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
             ``j1.device.batch_rows``).
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
-        dtype: "auto" (bfloat16 on a GPU that has it, else float32: ``j1.device.local_dtype``),
+        dtype: "auto" (bfloat16 where the device computes it natively, else float32: ``j1.device.local_dtype``),
             "float32", "bfloat16" or "float16".
         device: "cpu", "cuda", ... (default: cuda when available).
         share_prefill: encode each prompt once for its n samples (off only to measure the gain).
