@@ -13,6 +13,9 @@ medians give judgments/s, prefill tokens/s (prompt tokens over the 1-token run),
 - ``j1``: ``LocalBackend`` (each prompt encoded once, ``j1.decode``);
 - ``j1-previous``: each prompt encoded once, then ``generate`` on the fanned-out cache (j1's path
   before ``j1.decode``);
+- ``generate-static-shared``: each prompt encoded once, its cache fanned out to its 8 rows and copied
+  into a ``StaticCache`` sized for the new tokens, then ``generate`` on it (what decoding through
+  ``generate`` instead of ``j1.decode``'s loop would be, issue 56);
 - ``generate`` and ``generate-static``: ``generate(num_return_sequences=8)`` on the 4 prompts, with
   transformers' dynamic and static cache;
 - ``llamacpp``: llama-cpp-python's low-level batch API on the GGUF the embedded model ships in, one
@@ -23,6 +26,13 @@ weights with torch's kernels: the model's projections and LM head at the step's 
 activations, the real weights, read from memory as a step reads them) and the sampling draw
 ``generate`` makes (``torch.multinomial`` over the vocabulary, which fixes the random stream). Their
 sum bounds the decode rate from above; with j1's measured prefill it bounds the judgments/s.
+
+``--answer-stop`` measures something else on the same pairs: judging them as ``j1 judge --judge JUDGE
+--samples S --temperature 1 --max-new-tokens N`` does (the judge's format, template and prefill), with
+rows stopping at their answer's closing tag (``SamplingParams.stop``, what j1 does) and decoding on to EOS
+or the limit (``stop=()``), alternated in one process, ``--rounds`` times. It reports judgments/s, the
+tokens decoded (what the engine wrote) beside the tokens kept (up to each answer's end), and whether the
+texts, finish reasons and token counts are the same both ways.
 
 ``--device cuda`` runs the torch engines on the GPU (``--dtype`` their weights): each timing ends with
 a CUDA synchronisation and the JSON gains each engine's peak GPU memory. ``--data`` points at another
@@ -41,7 +51,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ENGINES = ("j1", "j1-previous", "generate", "generate-static", "llamacpp")
+ENGINES = ("j1", "j1-previous", "generate-static-shared", "generate", "generate-static", "llamacpp")
 
 
 def workload(items: int, data: str | None = None):
@@ -84,6 +94,20 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
             mask = enc.attention_mask.repeat_interleave(samples, 0)
             pos = (mask.cumsum(-1) - 1).clamp(min=0)
             cache = sharedprefix.prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+            model.generate(input_ids=ids, attention_mask=mask, cache=cache, **kw)
+        elif engine == "generate-static-shared":
+            from transformers import StaticCache
+
+            from j1 import sharedprefix
+
+            ids = enc.input_ids.repeat_interleave(samples, 0)
+            mask = enc.attention_mask.repeat_interleave(samples, 0)
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            shared = sharedprefix.prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+            cache = StaticCache(config=model.config, max_cache_len=ids.shape[1] + new_tokens)
+            where = torch.arange(ids.shape[1] - 1, device=ids.device)
+            for i, layer in enumerate(shared.layers):
+                cache.update(layer.keys, layer.values, i, {"cache_position": where})
             model.generate(input_ids=ids, attention_mask=mask, cache=cache, **kw)
         else:
             extra = {"cache_implementation": "static"} if engine == "generate-static" else {}
@@ -216,6 +240,68 @@ def run_floor(prompts, samples: int, threads: int, repeats: int = 7) -> dict:
             "prefill_floor_s": prefill_linears + prefill_attention}
 
 
+def judge_prompts(items: int, data: str | None, judge: str) -> tuple[list, object]:
+    """The first ``items`` LLMBar pairs in both orders as ``judge`` is asked (its manifest's format,
+    template and prefill), and the format."""
+    from j1.chat import with_prefill
+    from j1.formats import get_format
+    from j1.judges import judge_folder, read_manifest
+    from j1.pairs import render_both
+
+    sys.path.insert(0, str(HERE))
+    from bench_judge import DATA
+
+    manifest = read_manifest(judge_folder(judge))
+    fmt = get_format(manifest.format, manifest.template)
+    prompts = []
+    with Path(data or DATA).open() as fh:
+        for line in list(fh)[:items]:
+            row = json.loads(line)
+            prompts += [with_prefill(m, manifest.assistant_prefill)
+                        for _, m in render_both(fmt, row["input"], row["output_1"], row["output_2"])]
+    return prompts, fmt
+
+
+def run_answer_stop(a) -> dict:
+    """Judging with rows stopped at their answer and without, alternated ``a.rounds`` times in this process."""
+    import dataclasses
+
+    import torch
+
+    from j1.backends import SamplingParams
+    from j1.backends.local import LocalBackend
+    from j1.judge import judging
+
+    torch.set_num_threads(a.threads)
+    prompts, fmt = judge_prompts(a.items, a.data, a.judge)
+    backend = LocalBackend(a.judge, max_batch_rows=a.samples * len(prompts), dtype=a.dtype, device=a.device)
+    stop = judging(SamplingParams(n=a.samples, temperature=1.0, max_new_tokens=a.new_tokens, seed=0), fmt)
+    variants = {"stop at the answer": stop, "decode on (stop=())": dataclasses.replace(stop, stop=())}
+    backend.generate(prompts[:1], dataclasses.replace(stop, max_new_tokens=2))  # kernel set-up, weight packing
+    runs: dict[str, list[dict]] = {name: [] for name in variants}
+    for r in range(a.rounds):
+        names = list(variants) if r % 2 == 0 else list(variants)[::-1]
+        for name in names:
+            written: list[int] = []
+            t0 = time.perf_counter()
+            out = dict(backend.stream(prompts, variants[name], on_tokens=written.extend))
+            seconds = time.perf_counter() - t0
+            comps = [c for i in sorted(out) for c in out[i]]
+            runs[name].append({"seconds": seconds, "decoded": len(written),
+                               "kept": sum(c.completion_tokens for c in comps),
+                               "stopped": sum(c.finish_reason == "stop" for c in comps),
+                               "texts": [(c.text, c.finish_reason, c.completion_tokens) for c in comps]})
+            print(f"round {r + 1}: {name} {seconds:.2f} s", flush=True)
+    same = all(x["texts"] == y["texts"] for x, y in zip(*runs.values(), strict=True))
+    judgments = a.samples * len(prompts)
+    rows = {}
+    for name, rs in runs.items():
+        rows[name] = {"judgments_per_s": judgments / statistics.median(x["seconds"] for x in rs),
+                      "seconds": statistics.median(x["seconds"] for x in rs), "tokens_decoded": rs[0]["decoded"],
+                      "tokens_kept": rs[0]["kept"], "ended_at_answer": rs[0]["stopped"], "samples": judgments}
+    return {"judge": a.judge, "prompts": len(prompts), "texts_identical": same, "variants": rows}
+
+
 def child(a) -> None:
     print(json.dumps(run_engine(a.child, a.new_tokens, a)))
 
@@ -262,11 +348,16 @@ def main(argv=None) -> None:
     ap.add_argument("--in-process", action="store_true",
                     help="run every engine in this process, not one process each (no start-up per run: a quick "
                     "check; peak RSS is then the process's)")
+    ap.add_argument("--answer-stop", action="store_true",
+                    help="judge the pairs as --judge is asked, rows stopping at their answer and not, side by side")
+    ap.add_argument("--judge", default="j1-135m", help="the judge of --answer-stop")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         return child(a)
+    if a.answer_stop:
+        return answer_stop(a)
     engines = [e for e in a.engines.split(",") if e]
     if a.device == "cuda":
         import torch
@@ -326,6 +417,22 @@ def main(argv=None) -> None:
     if a.json:
         Path(a.json).write_text(json.dumps({"args": vars(a), "device": a.device, "dtype": a.dtype, "engines": rows,
                                             "floor": floor}, indent=2) + "\n", encoding="utf-8")
+
+
+def answer_stop(a) -> None:
+    import os
+
+    result = run_answer_stop(a)
+    print(f"\n{result['prompts']} prompts x {a.samples} samples of {a.judge}, up to {a.new_tokens} new tokens, "
+          f"{a.device} {a.dtype}, {a.threads} threads, median of {a.rounds} rounds; texts identical both ways: "
+          f"{result['texts_identical']}")
+    print(f"{'variant':<22} {'judgments/s':>11} {'tokens decoded':>14} {'tokens kept':>11} {'ended at answer':>15}")
+    for name, row in result["variants"].items():
+        print(f"{name:<22} {row['judgments_per_s']:>11.2f} {row['tokens_decoded']:>14} {row['tokens_kept']:>11} "
+              f"{row['ended_at_answer']:>9} of {row['samples']}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"args": vars(a), "load_average": os.getloadavg(), **result}, indent=2)
+                                + "\n", encoding="utf-8")
 
 
 def floor_lines(floor: dict, rows: dict, judgments: int, new_tokens: int) -> dict:

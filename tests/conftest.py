@@ -91,6 +91,18 @@ def embedded_backend():
     return LocalBackend(None)
 
 
+@pytest.fixture(scope="session")
+def embedded_fp32(embedded_backend):
+    """The embedded model in float32, whatever the machine's default: where decoding paths must give the
+    same tokens (bf16 rounds differently as a batch's shape changes, and j1 judges in bf16 on CPUs that
+    compute it natively: ``j1.device.local_dtype``)."""
+    from j1.backends.local import LocalBackend
+
+    if embedded_backend.dtype == "float32":
+        return embedded_backend
+    return LocalBackend(None, dtype="float32")
+
+
 @pytest.fixture
 def fake_openai():
     """A scripted OpenAI-compatible server on loopback; see tests/fake_openai.py."""

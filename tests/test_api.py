@@ -65,8 +65,11 @@ def test_a_judge_folder_sets_how_it_is_asked_and_flags_win(tiny_model, one_torch
         assert (d["name"], d["format"], d["template"], d["assistant_prefill"], d["max_new_tokens"]) == \
             ("my-judge", "pos", "compact", prefill, 3)
         assert d["manifest"]["name"] == "my-judge"
-        # where it runs, as the device chose (the CPU here)
-        assert d["device"] == {"device": "cpu", "dtype": "float32", "engine": "j1.decode", "batch_rows": 32}
+        # where it runs, as the device chose (the CPU here; bf16 where the CPU computes it natively)
+        from j1.device import local_dtype
+
+        want = local_dtype("auto", "cpu")
+        assert d["device"] == {"device": "cpu", "dtype": want, "engine": "j1.decode", "batch_rows": 32}
         got = judge.score("What is 2 + 3?", "5")
     assert all(s.text.startswith(prefill) for s in got["samples"])
     # j1 judge reads the same manifest: the same JSON

@@ -156,3 +156,51 @@ def test_embedded_model_greedy_matches_generate(dtype):
         best = float(logits.max())
         ulp = 2.0 ** -7 * abs(best)  # one bf16 step at this magnitude
         assert best - float(logits[got[row, at]]) <= ulp, (row, at, best, float(logits[got[row, at]]))
+
+
+@pytest.mark.parametrize("options", [dict(do_sample=False), dict(do_sample=True, temperature=1.0, top_k=0)],
+                         ids=["greedy", "sampled"])
+def test_rows_that_end_stop_there_and_the_others_do_not_change(tiny, options):
+    # ends() completes row 1 at its 3rd token and row 4 at its 1st: they are padded from there on and leave
+    # the batch; every other row gets the tokens it gets without ends (sampled: the same random draws).
+    model, tok = tiny
+    ids, mask = _prompts(tok, TEXTS, (0, 1, 0, 2, 1, 2))
+    kw = dict(max_new_tokens=8, pad_token_id=tok.pad_token_id, **options)
+    at = {1: 3, 4: 1}
+    seen = {r: 0 for r in range(6)}
+    done_rows = []
+
+    def ends(rows, tokens):
+        complete = []
+        for r in rows:
+            seen[r] += 1
+            if at.get(r) == seen[r]:
+                complete.append(r)
+        return complete
+
+    with torch.no_grad():
+        torch.manual_seed(5)
+        ref = decode.generate(model, ids, mask, decode.sampling_for(model, kw))
+        torch.manual_seed(5)
+        got = decode.generate(model, ids, mask, decode.sampling_for(model, kw), on_done=done_rows.extend, ends=ends)
+    new_ref, new_got = ref[:, ids.shape[1]:], got[:, ids.shape[1]:]
+    for r in range(6):
+        keep = at.get(r, 8)
+        assert torch.equal(new_got[r, :keep], new_ref[r, :keep])
+        assert (new_got[r, keep:] == tok.pad_token_id).all()
+    assert seen[1] == 3 and seen[4] == 1  # no token was decoded for them after their end
+    assert sorted(done_rows) == [1, 4]
+
+
+def test_generate_stops_the_rows_ends_names_through_its_stopping_criteria(tiny):
+    # The same contract through transformers' generate (sharedprefix.reporting), which pads finished rows.
+    model, tok = tiny
+    ids, mask = _prompts(tok, TEXTS, (0, 1, 2))
+    kw = dict(max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id)
+    with torch.no_grad():
+        ref = model.generate(input_ids=ids, attention_mask=mask, **kw)
+        stopper = sharedprefix.reporting(model, ends=lambda rows, tokens: [r for r in rows if r == 2])
+        got = model.generate(input_ids=ids, attention_mask=mask, stopping_criteria=stopper, **kw)
+    L = ids.shape[1]
+    assert torch.equal(got[:2, : ref.shape[1]], ref[:2]) and torch.equal(got[2, : L + 1], ref[2, : L + 1])
+    assert (got[2, L + 1:] == tok.pad_token_id).all()

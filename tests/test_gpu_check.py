@@ -55,7 +55,7 @@ def test_self_test_writes_every_section(tmp_path):
     assert "the part is corrupt" in parts["corrupt_part"]["line"] and parts["corrupt_part"]["returncode"] == 2
     judge = report["sections"]["judge"]
     assert judge["status"] == "ok", judge.get("tail")
-    run = judge["result"]["runs"]["auto"]
+    run = judge["result"]["runs"]["float32"]
     assert (run["device"], run["dtype"], run["pairs"]) == ("cpu", "float32", 2)
     assert set(run["metrics"]["groups"]) == {"same source", "other sources"}
     # the CPU's float32 answers on the same 4 judgments: the committed reference reproduces here

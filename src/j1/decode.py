@@ -9,8 +9,9 @@ prompt's keys and values. Here:
   copy that the prompt's samples read in place (a grouped matmul: the samples of a prompt are extra
   query rows against the same keys);
 - the new tokens' keys and values go into a buffer allocated once for ``max_new_tokens``;
-- a step computes only the rows still running: when rows finish the batch is compacted (whole
-  prompts leave, and the samples left are packed to the front);
+- a step computes only the rows still running: when rows finish (at an end-of-sequence token, or where
+  the caller's ``ends`` says their answer is complete, as a served engine frees a row at its stop string)
+  the batch is compacted (whole prompts leave, and the samples left are packed to the front);
 - sampling follows ``generate`` exactly (its own logits warpers, one ``torch.multinomial`` over a
   row per original sequence, finished ones included), so under the same seed, and for greedy
   decoding, the tokens are ``generate``'s up to float rounding (tested).
@@ -189,7 +190,8 @@ class _Batch:
 
 def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
              on_done: Callable[[list[int]], None] | None = None,
-             on_step: Callable[[list[int]], None] | None = None) -> torch.Tensor:
+             on_step: Callable[[list[int]], None] | None = None,
+             ends: Callable[[list[int], list[int]], list[int]] | None = None) -> torch.Tensor:
     """Prompt + new tokens for every row of left-padded ``ids``/``mask`` (B, L), as ``generate``
     returns them: finished rows are padded with ``pad_token_id``, and the width is the longest row's.
 
@@ -197,7 +199,10 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
     ``on_done(rows)`` is called with the rows that wrote their end-of-sequence token at a step, so a
     caller can report progress before the whole batch ends (rows stopped by the length limit are not
     reported: they end with the batch). ``on_step(rows)`` is called at every step with the rows that wrote
-    a token, so progress can be counted in tokens.
+    a token, so progress can be counted in tokens. ``ends(rows, tokens)``, called at every step with the rows
+    that wrote and their tokens, returns the rows that are complete with that token (an answer's closing
+    tag): they finish there as at an end-of-sequence token, padded after it, and leave the batch. The other
+    rows' tokens do not change (sampled, every original row is still drawn at every step).
     """
     B, L = ids.shape
     device = ids.device
@@ -231,6 +236,10 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, sampling: Sampling,
             on_step(rows.tolist())
         before = done.clone() if on_done is not None else None
         done[rows] |= torch.isin(chosen, eos)
+        if ends is not None:
+            complete = ends(rows.tolist(), chosen.tolist())
+            if complete:
+                done[complete] = True
         if on_done is not None:
             finished = (done & ~before).nonzero().flatten().tolist()
             if finished:

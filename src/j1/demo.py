@@ -63,6 +63,8 @@ SOURCES = {
     "alpaca_en_demo_llamafactory.json": ("LLaMA-Factory data/alpaca_en_demo.json (hiyouga/LLaMA-Factory)",
                                          "Apache-2.0"),
 }
+# The pairs of the warm batch the plan times (both orders: 8 prompts, about a CPU batch of a 135M judge's prompts).
+WARM_PAIRS = 4
 # The config fields a rerun must share with the run it continues (progress may change).
 RESUME_FIELDS = ("minutes", "judge", "base_model", "heldout_pairs", "seed", "train_args", "bf16")
 
@@ -231,7 +233,7 @@ def stage_example(run: DemoRun, when: str) -> dict:
         run.say(f"example: {EXAMPLE['prompt']!r}  A: {EXAMPLE['A']!r}  B: {EXAMPLE['B']!r}  (A is right)")
     ecfg = run.eval_config(model, f"eval-{when}")
     backend = run.models.get(ecfg)
-    t0 = time.monotonic()  # the judging alone, without the model's load: what plan_minutes scales up
+    t0 = time.monotonic()  # the judging alone, without the model's load (a cold call: the plan times a warm batch)
     judgment = judge_pairs(backend, get_format(ecfg.format, ecfg.template),
                            [(EXAMPLE["prompt"], EXAMPLE["A"], EXAMPLE["B"])], ecfg.sampling_params(),
                            ecfg.assistant_prefill)[0]
@@ -349,22 +351,41 @@ def stage_report(run: DemoRun) -> None:
     write_text_atomic(run.out / "report.md", render_report(report))
 
 
+def warm_batch(run: DemoRun) -> dict:
+    """The evaluations' judging speed, timed on a warm batch: the first ``WARM_PAIRS`` held-out pairs in both
+    orders, judged by the model before as eval-before will judge them, after the example has warmed it up.
+    The example's own judging is no measure: it pays the first call's set-up (46.8 s for 2 prompts on a
+    busy machine, where a batch of 8 then took about 10 s: issue 56)."""
+    from j1.formats import get_format
+    from j1.judge import judge_pairs
+
+    ecfg = run.eval_config(run.before_model, "eval-before")
+    backend = run.models.get(ecfg)
+    pairs = [p for _, group in heldout_groups(min(WARM_PAIRS, run.cfg.heldout_pairs)) for p in group]
+    t0 = time.monotonic()
+    judge_pairs(backend, get_format(ecfg.format, ecfg.template), [(p.prompt, p.chosen, p.rejected) for p in pairs],
+                ecfg.sampling_params(), ecfg.assistant_prefill)
+    return {"seconds": round(time.monotonic() - t0, 3), "prompts": 2 * len(pairs)}
+
+
 def plan_training(run: DemoRun, fresh: bool) -> None:
-    """Say up front what the budget buys (``plan_minutes``), or stop before any stage after the first when
-    it buys no training: a fresh run's folder is removed then, so the same folder takes another budget."""
+    """Say up front what the budget buys (``plan_minutes``, from a warm batch's speed), or stop before any
+    stage after the first when it buys no training: a fresh run's folder is removed then, so the same folder
+    takes another budget."""
     example = run.stages.data["stages"]["example-before"]
     prompts = 2 * run.cfg.heldout_pairs  # both orders, greedy
+    warm = run.stages.data["stages"].get("train", {}).get("warm_batch") or warm_batch(run)
     try:
-        plan = plan_minutes(run.cfg.minutes, example["judge_seconds"] / example["prompts"], prompts,
-                            example["seconds"] / 60)
+        plan = plan_minutes(run.cfg.minutes, warm["seconds"] / warm["prompts"], prompts, example["seconds"] / 60)
     except ValueError:
         run.models.close()
         if fresh:
             shutil.rmtree(run.out, ignore_errors=True)
         raise
-    run.stages.update("train", planned_minutes=plan["train"])
-    log.info("plan for %g min: about %.1f min per evaluation, %.1f min around training, %.1f min to train",
-             run.cfg.minutes, plan["eval"], plan["around"], plan["train"])
+    run.stages.update("train", planned_minutes=plan["train"], plan=plan, warm_batch=warm)
+    log.info("plan for %g min: about %.1f min per evaluation (a warm batch: %d prompts in %.1f s), %.1f min around "
+             "training, %.1f min to train", run.cfg.minutes, plan["eval"], warm["prompts"], warm["seconds"],
+             plan["around"], plan["train"])
 
 
 def run_demo(cfg: DemoSpec, train: TrainRun | None = None, say: Callable[[str], None] = print) -> dict:

@@ -49,8 +49,8 @@ class DemoSpec:
         metadata={"help": "Extra j1 train flags, one string, after the recipe's (e.g. \"--max_steps 20\")."})
     bf16: str = field(
         default="auto",
-        metadata={"help": "Train in bf16 mixed precision (j1 train --bf16 true; the weights stay fp32, and both "
-                  "evaluations run in fp32 either way): auto = where the machine computes bf16 natively "
+        metadata={"help": "Train in bf16 mixed precision (j1 train --bf16 true; the weights stay fp32; the evaluations "
+                  "judge in bf16 wherever it is native, whatever this says): auto = where the machine computes bf16 natively "
                   "(a CPU with AVX-512 BF16 or AMX, or a GPU), where a step is ~1.6x faster; true; false.",
                   "choices": list(BF16_CHOICES)})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
@@ -86,7 +86,7 @@ class DemoSpec:
     def train_bf16(self) -> bool:
         """Whether training runs in bf16 mixed precision (``--bf16``, auto resolved on this machine)."""
         if self.bf16 == "auto":
-            from j1.models import native_bf16
+            from j1.device import native_bf16
 
             return native_bf16()
         return self.bf16 == "true"

@@ -29,24 +29,6 @@ EMBEDDED_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDED_DTYPE = "bfloat16"
 
 
-def native_bf16() -> bool:
-    """Whether this machine computes bfloat16 natively (a CUDA GPU with bf16, or a CPU with AVX-512 BF16
-    or AMX). Mixed-precision training pays only there: elsewhere bf16 is emulated and slower than fp32."""
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    return cpu_native_bf16()
-
-
-def cpu_native_bf16() -> bool:
-    """Whether this CPU has AVX-512 BF16 or AMX (without them torch emulates bf16 matrix products)."""
-    import torch
-
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # private, so looked up, not assumed
-    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
-
-
 def cache_root(env: dict[str, str] | None = None) -> Path:
     """``$J1_CACHE``, else ``$XDG_CACHE_HOME/j1``, else ``~/.cache/j1``."""
     env = os.environ if env is None else env

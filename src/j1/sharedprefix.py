@@ -45,24 +45,26 @@ def prefix_cache(model, ids: torch.Tensor, mask: torch.Tensor, *, position_ids: 
     return cache
 
 
-def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, on_step=None, **generate_kwargs) -> torch.Tensor:
+def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, on_step=None, ends=None,
+             **generate_kwargs) -> torch.Tensor:
     """``model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)`` with each distinct
     left-padded prompt row encoded once. Returns prompt + new tokens, as ``generate`` does.
 
     On a CPU, Llama-family models decode with ``j1.decode`` (the prompt's cache read in place, a static
     cache for the new tokens, finished rows compacted away); anything else goes to ``generate``
     (``j1.device.fast_decode``).
-    ``on_done(rows)``: rows that ended with an end-of-sequence token, as they end; ``on_step(rows)``: the rows
-    that wrote a token at each step (``j1.decode``; ``generate`` reports through its ``stopping_criteria``).
+    ``on_done(rows)``: rows that ended (an end-of-sequence token, or ``ends``), as they end; ``on_step(rows)``:
+    the rows that wrote a token at each step; ``ends(rows, tokens)``: the rows of those that are complete with
+    the token they wrote, which stop there (``j1.decode``; ``generate`` through its ``stopping_criteria``).
     """
     from j1.device import fast_decode
 
     sampling = decode.sampling_for(model, generate_kwargs)
     if sampling is not None and decode.supports(model) and fast_decode(ids.device):
         with torch.no_grad():
-            return decode.generate(model, ids, mask, sampling, on_done=on_done, on_step=on_step)
-    if on_done is not None or on_step is not None:
-        generate_kwargs["stopping_criteria"] = reporting(model, on_step=on_step, on_done=on_done)
+            return decode.generate(model, ids, mask, sampling, on_done=on_done, on_step=on_step, ends=ends)
+    if on_done is not None or on_step is not None or ends is not None:
+        generate_kwargs["stopping_criteria"] = reporting(model, on_step=on_step, on_done=on_done, ends=ends)
     if ids.shape[1] < 2:
         return model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)
     # Positions as generate counts them (from the padding mask), so the continuation lines up.
@@ -72,10 +74,11 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, on_step
     return model.generate(input_ids=ids, attention_mask=mask, cache=cache, **generate_kwargs)
 
 
-def reporting(model, *, on_step=None, on_done=None):
-    """A ``stopping_criteria`` for ``model.generate`` that never stops it but reports each step as
-    ``j1.decode`` does: ``on_step(rows)`` with the rows that wrote a token, ``on_done(rows)`` with those
-    whose token ended them (the model's end-of-sequence ids), so progress moves within a batch."""
+def reporting(model, *, on_step=None, on_done=None, ends=None):
+    """A ``stopping_criteria`` for ``model.generate`` that reports each step as ``j1.decode`` does:
+    ``on_step(rows)`` with the rows that wrote a token, ``on_done(rows)`` with those whose token ended them
+    (the model's end-of-sequence ids, or ``ends``), so progress moves within a batch. It stops only the rows
+    that ``ends(rows, tokens)`` names complete (``generate`` pads them from then on, and still draws them)."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
     eos = model.generation_config.eos_token_id
@@ -90,6 +93,12 @@ def reporting(model, *, on_step=None, on_done=None):
             if self.done is None:
                 self.done = torch.zeros_like(ended)
             wrote = ~self.done  # a row generate has finished is padded, and wrote nothing
+            stop = torch.zeros_like(ended)
+            if ends is not None:
+                rows = wrote.nonzero().flatten()
+                complete = ends(rows.tolist(), input_ids[rows, -1].tolist())
+                stop[complete] = True
+            ended = ended | stop
             if on_step is not None:
                 on_step(wrote.nonzero().flatten().tolist())
             if on_done is not None:
@@ -97,7 +106,7 @@ def reporting(model, *, on_step=None, on_done=None):
                 if new:
                     on_done(new)
             self.done |= ended
-            return torch.zeros_like(ended)
+            return stop
 
     return StoppingCriteriaList([Report()])
 

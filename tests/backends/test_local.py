@@ -14,8 +14,9 @@ PROMPTS = [
 ]
 
 
-def test_shared_prefill_matches_separate_prompts(embedded_backend: LocalBackend):
-    """Greedy: n samples from one shared prefill equal the single greedy answer, token for token."""
+def test_shared_prefill_matches_separate_prompts(embedded_fp32: LocalBackend):
+    """Greedy: n samples from one shared prefill equal the single greedy answer, token for token (fp32)."""
+    embedded_backend = embedded_fp32
     greedy = embedded_backend.generate(PROMPTS, SamplingParams(n=1, temperature=0, max_new_tokens=12))
     # Temperature ~0 through the sampling path with n=3 exercises the shared-prefill branch.
     shared = embedded_backend.generate(PROMPTS, SamplingParams(n=3, temperature=1e-4, max_new_tokens=12))
@@ -75,11 +76,12 @@ def test_a_prefill_is_continued_and_returned_whole(embedded_backend: LocalBacken
     assert out[0].text[: len(answer) - 8] == answer[: len(answer) - 8]  # 16 new tokens reach further
 
 
-def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_backend: LocalBackend, monkeypatch):
+def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_fp32: LocalBackend, monkeypatch):
     """On a GPU the backend decodes with generate and a static cache (j1.device.fast_decode); forced
-    here on the CPU, its greedy answers are j1.decode's, token for token."""
+    here on the CPU, its greedy answers are j1.decode's, token for token (fp32)."""
     import j1.device
 
+    embedded_backend = embedded_fp32
     params = SamplingParams(n=1, temperature=0, max_new_tokens=12)
     assert embedded_backend.engine == "j1.decode"
     fast = embedded_backend.generate(PROMPTS, params)
@@ -91,5 +93,68 @@ def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_backend: L
 
 
 def test_the_device_sets_dtype_and_batch_rows(embedded_backend: LocalBackend):
-    # the CPU defaults: float32 (bf16 is emulated on most CPUs) and 32 rows a batch
-    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == ("float32", 32)
+    # the CPU defaults: bf16 where the CPU computes it (AVX-512 BF16, AMX), else float32; 32 rows a batch
+    from j1.device import cpu_native_bf16
+
+    want = "bfloat16" if cpu_native_bf16() else "float32"
+    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == (want, 32)
+
+
+@pytest.mark.parametrize("engine", ["j1.decode", "generate (static cache)"])
+def test_rows_stop_at_their_answer_and_the_texts_are_the_same(embedded_fp32: LocalBackend, engine, monkeypatch):
+    """A judge's rows stop at their answer's closing tag (SamplingParams.stop, as j1.judge.judging sets it):
+    fewer tokens decoded, the same texts, finish reasons and token counts as decoding on to the limit."""
+    import dataclasses
+
+    import j1.device
+    from j1.chat import with_prefill
+    from j1.formats import get_format
+    from j1.judge import judging
+    from j1.pairs import render_both
+
+    embedded_backend = embedded_fp32
+    if engine != "j1.decode":
+        monkeypatch.setattr(j1.device, "fast_decode", lambda device: False)
+    assert embedded_backend.engine == engine
+    fmt = get_format("pav", "compact")
+    prompts = [with_prefill(m, "<think>Compare.</think>\n<answer>[[")
+               for _, m in render_both(fmt, "What is 2 + 3?", "5.", "6.")]
+    stop = judging(SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=1), fmt)
+    runs = {}
+    for name, params in (("stop", stop), ("on", dataclasses.replace(stop, stop=()))):
+        written: list[int] = []
+        out = dict(embedded_backend.stream(prompts, params, on_tokens=written.extend))
+        runs[name] = ([(c.text, c.finish_reason, c.completion_tokens) for i in sorted(out) for c in out[i]], len(written))
+    (texts, decoded), (texts_on, decoded_on) = runs["stop"], runs["on"]
+    assert texts == texts_on
+    ended = [t for t in texts if t[1] == "stop"]
+    assert ended and all(t[0].endswith("</answer>") for t in ended)  # some rows did end at their answer
+    assert decoded < decoded_on and decoded >= sum(t[2] for t in texts)  # what was kept was decoded
+
+
+@pytest.mark.parametrize("head, pieces, want", [
+    # (prefill, the row's token texts in order, at which token the row is complete; None: never)
+    ("<think>x</think><answer>[[", ["A", "]]", "</", "answer", ">"], 5),
+    ("<think>x</think><answer>[[", ["A", "]]</answer>", " more"], 2),
+    ("<think>x</think><answer>[[", ["Q", "]]</answer>"], None),  # closes, but not a valid answer: decode on
+    ("<answer>[[", ["A", "]]</answer>"], None),  # pav needs a thought first: no valid answer
+    ("<think>x</think><answer>[[A]]</answer>", [" more"], None),  # the end lies in the prefill: not past the head
+    ("", ["<think>", "x", "</think>", "<answer>", "[[B]]", "</answer>"], 6),
+])
+def test_answer_ends_complete_a_row_at_the_token_that_closes_its_answer(embedded_backend, head, pieces, want):
+    from j1.backends.local import AnswerEnds
+    from j1.formats import get_format
+    from j1.judge import judging
+
+    tok = embedded_backend.tokenizer
+    tokens = [tok(p, add_special_tokens=False).input_ids for p in pieces]
+    ends = AnswerEnds(tok, [head], judging(SamplingParams(), get_format("pav", "compact")))
+    complete_at, count = None, 0
+    for piece in tokens:
+        for t in piece:
+            count += 1
+            if ends([0], [t]) and complete_at is None:
+                complete_at = count
+    last_tokens = [sum(len(p) for p in tokens[:k + 1]) for k in range(len(tokens))]
+    assert complete_at == (None if want is None else last_tokens[want - 1])
+    assert (0 in ends.ended) is (want is not None)

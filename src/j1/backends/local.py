@@ -4,7 +4,9 @@
 judge prompt is encoded N times, and it grows its KV cache by copying at every step. Here each
 prompt is encoded once for its N samples and Llama-family models decode with ``j1.decode`` (the
 prompt's cache read in place, a static cache for the new tokens, finished rows compacted away):
-``generate``'s tokens (greedy, and sampled under a seed; tested), at a fraction of the cost.
+``generate``'s tokens (greedy, and sampled under a seed; tested), at a fraction of the cost. A row stops
+where its answer is complete (``SamplingParams.stop``, ``AnswerEnds``), as a served engine stops at a stop
+string: the text is the same, without the decode steps a judge would spend past its answer.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class LocalBackend(Backend):
         max_batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
             ``j1.device.batch_rows``).
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
-        dtype: "auto" (bfloat16 on a GPU that has it, else float32: ``j1.device.local_dtype``),
+        dtype: "auto" (bfloat16 where the device computes it natively, else float32: ``j1.device.local_dtype``),
             "float32", "bfloat16" or "float16".
         device: "cpu", "cuda", ... (default: cuda when available).
         share_prefill: encode each prompt once for its n samples (off only to measure the gain).
@@ -191,14 +193,17 @@ class LocalBackend(Backend):
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         torch.manual_seed(seed)
         engine = self.engine
+        # Rows stop where their answer is complete (row r is prompt r // n's sample): at a stop string.
+        ends = AnswerEnds(self.tokenizer, [h for h in heads for _ in range(n)], params) if params.stop else None
         with torch.inference_mode():
             if engine != "j1.decode":
                 # On a GPU a static cache (allocated once for the batch) beats the growing one. transformers
                 # would torch.compile the forward for it, again for every new batch shape: minutes a shape.
                 static = dict(cache_implementation="static", disable_compile=True) \
                     if engine == "generate (static cache)" else {}
-                if on_done is not None or on_step is not None:  # progress within the batch, as j1.decode gives
-                    static["stopping_criteria"] = sharedprefix.reporting(self.model, on_step=on_step, on_done=on_done)
+                if on_done is not None or on_step is not None or ends is not None:  # as j1.decode does
+                    static["stopping_criteria"] = sharedprefix.reporting(self.model, on_step=on_step, on_done=on_done,
+                                                                         ends=ends)
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw, **static
                 )
@@ -206,21 +211,24 @@ class LocalBackend(Backend):
                 # Each prompt encoded once for its n samples, then j1's decode (j1.sharedprefix, j1.decode).
                 out = sharedprefix.generate(
                     self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), on_done=on_done,
-                    on_step=on_step, **gen_kw
+                    on_step=on_step, ends=ends, **gen_kw
                 )
         new = out[:, ids.shape[1]:]
         eos = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
+        answer_end = ends_of(params)
         results: list[list[Completion]] = []
         for p in range(len(texts)):
             comps = []
             for s in range(n):
                 row = new[p * n + s].tolist()
+                if ends is not None and p * n + s in ends.ended:  # stopped at its answer: the rest is padding
+                    row = row[: ends.ended[p * n + s]]
                 stop_at = next((k for k, t in enumerate(row) if t in eos), None)
                 toks = row if stop_at is None else row[:stop_at]
                 head = heads[p]
                 text = head + self.tokenizer.decode(toks, skip_special_tokens=True)
                 used = len(toks) + (0 if stop_at is None else 1)
-                end = params.ends_at(text) if params.ends_at is not None else None
+                end = answer_end(text) if answer_end is not None else None
                 if end is not None and end > len(head):  # the answer ended there: as if generation stopped
                     text, stop_at = text[:end], end
                     used = _tokens_to(self.tokenizer, toks, end - len(head))
@@ -232,6 +240,61 @@ class LocalBackend(Backend):
         self.usage.requests += len(texts)
         log.debug("batch of %d prompts x %d samples in %.1fs", len(texts), n, time.perf_counter() - t0)
         return results
+
+
+def ends_of(params: SamplingParams) -> Callable[[str], int | None] | None:
+    """Where a completion's text ends: ``params.ends_at`` (a judge format's answer end), else just after the
+    first of ``params.stop`` (a stop string is kept, as ``j1.backends.engine.restore_stop`` puts it back);
+    None when neither is given.
+
+    >>> ends_of(SamplingParams(stop=("</a>",)))("<a>1</a> more </a>"), ends_of(SamplingParams())
+    (8, None)
+    """
+    if params.ends_at is not None:
+        return params.ends_at
+    if not params.stop:
+        return None
+
+    def first_stop(text: str) -> int | None:
+        found = [text.find(s) + len(s) for s in params.stop if s in text]
+        return min(found) if found else None
+
+    return first_stop
+
+
+class AnswerEnds:
+    """Which rows are complete with the token they just wrote (``j1.decode``'s ``ends``): a row is complete
+    once its text (its prefill ``head`` and its tokens) ends where ``ends_of(params)`` says, past the head.
+
+    The text is decoded only at a token that may close a stop string (it holds a stop's last character, or
+    part of a multi-byte character); a complete row is recorded in ``ended`` (row -> tokens kept). Its text
+    is then what the whole row would have given, cut at the same place: ``answer_end`` reads the text only
+    up to its end, and a byte-level BPE decodes a prefix of tokens to a prefix of the text.
+    """
+
+    def __init__(self, tokenizer, heads: list[str], params: SamplingParams):
+        self.tokenizer, self.heads = tokenizer, heads
+        self.end = ends_of(params)
+        self.marks = {s[-1] for s in params.stop if s}
+        self.tokens: list[list[int]] = [[] for _ in heads]
+        self.ended: dict[int, int] = {}
+
+    def __call__(self, rows: list[int], tokens: list[int]) -> list[int]:
+        complete = []
+        for row, token in zip(rows, tokens, strict=True):
+            toks = self.tokens[row]
+            toks.append(token)
+            if row in self.ended:
+                continue
+            piece = self.tokenizer.decode([token])
+            if not any(m in piece for m in self.marks) and "\ufffd" not in piece:
+                continue
+            head = self.heads[row]
+            end = self.end(head + self.tokenizer.decode(toks, skip_special_tokens=True))
+            if end is not None and end > len(head):
+                self.ended[row] = len(toks)
+                complete.append(row)
+        return complete
 
 
 def _tokens_to(tokenizer, toks: list[int], chars: int) -> int:

@@ -35,8 +35,9 @@ class BackendArgs:
         default=None, metadata={"help": "Local: most sequences (prompts x samples) per batch. Default: by the "
                                 "device (32 on a CPU, 256 on a GPU)."})
     dtype: str = field(
-        default="auto", metadata={"help": "Local: auto (bfloat16 on a GPU that has it, else float32, the fastest on "
-                                  "a CPU), float32, bfloat16 or float16."})
+        default="auto", metadata={"help": "Local: auto (bfloat16 where the machine computes it natively: a GPU "
+                                  "that has it, a CPU with AVX-512 BF16 or AMX; else float32), float32, bfloat16 or "
+                                  "float16."})
 
     def _check_backend(self) -> None:
         for name in ("concurrency", "batch_rows"):

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 
 
@@ -233,6 +233,41 @@ def _first_missing(folder: Path) -> Path:
     while not folder.parent.exists() and folder.parent != folder:
         folder = folder.parent
     return folder
+
+
+def setup_threads(env: MutableMapping[str, str]) -> str | None:
+    """Choose torch's CPU threads before torch loads: the OpenMP variables in ``env`` (``os.environ``).
+
+    Unless ``OMP_NUM_THREADS`` is set already (the user's choice, kept): one thread per physical core that
+    other processes leave free (``j1.device.cpu_threads``), and ``OMP_WAIT_POLICY=PASSIVE``, so a thread
+    waiting for the others sleeps instead of spinning on a core that another process needs. On an idle
+    machine that is torch's own default; beside busy processes it keeps a judgment at about its fair share
+    of the cores instead of 3-20x slower (results/bench/README.md, "Threads on a shared machine").
+    Nothing is set once torch is loaded (a caller in Python chose already).
+
+    Returns:
+        The warning to show when other processes keep the machine busy (naming the variable that helps),
+        else None.
+    """
+    if "torch" in sys.modules:
+        return None
+    from j1.device import BUSY_CORES, busy_cores, cpu_threads, physical_cores
+
+    busy, physical = busy_cores(), physical_cores()
+    chosen = cpu_threads(physical, busy)
+    given = env.get("OMP_NUM_THREADS")
+    if given is None:
+        env["OMP_NUM_THREADS"] = str(chosen)
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if busy is None or busy < BUSY_CORES:
+        return None
+    if given is None:
+        return (f"other processes keep {busy:.1f} of this machine's {physical} cores busy: torch runs {chosen} "
+                f"thread(s) (OMP_NUM_THREADS={chosen}), and this will be slower than on an idle machine")
+    if given.isdigit() and int(given) > chosen:
+        return (f"other processes keep {busy:.1f} of this machine's {physical} cores busy, and OMP_NUM_THREADS={given} "
+                f"makes torch's threads wait on each other for them: OMP_NUM_THREADS={chosen} is faster here")
+    return None
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from j1.cli.common import run_reporting_errors
+from j1.cli.common import run_reporting_errors, setup_threads
 
 # name -> (module, one-line help). Modules are imported only when their command runs.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -29,6 +30,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("j1.cli.show_cmd", "read a run example by example: prompt, responses side by side, each order's verdict"),
 }
 
+# Commands that never run a model on this machine: torch's threads are not theirs to set.
+NO_MODEL = {"score", "compare", "show"}
+
 
 def usage() -> str:
     width = max(map(len, COMMANDS))
@@ -48,6 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = "--debug" in rest
     rest = [a for a in rest if a != "--debug"]
+    if name not in NO_MODEL and not {"-h", "--help"} & set(rest):
+        # Before the command's imports load torch: OpenMP reads its variables once, when it loads.
+        warning = setup_threads(os.environ)
+        if warning:
+            sys.stderr.write(f"j1 {name}: warning: {warning}\n")
     module = importlib.import_module(COMMANDS[name][0])
     # A command with subcommands (j1 synth math) names both in its messages.
     sub = rest[:1] if rest and rest[0] in getattr(module, "SUBCOMMANDS", ()) else []

@@ -265,7 +265,7 @@ def effective_settings(j1cfg: TrainSpec, grpo_args: GRPOConfig, trainer, options
 
 
 def emulated_bf16_warning(bf16: bool, on_cpu: bool, cpu_native: bool) -> str | None:
-    """The warning for bf16 training on a CPU that only emulates it (``j1.models.cpu_native_bf16``).
+    """The warning for bf16 training on a CPU that only emulates it (``j1.device.cpu_native_bf16``).
 
     >>> emulated_bf16_warning(True, True, False).split(":")[0]
     '--bf16 true on a CPU without native bfloat16 (AVX-512 BF16 or AMX)'
@@ -289,8 +289,9 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     interrupted``, and ``TrainingInterrupted`` raised on every process."""
     import torch
 
+    from j1.device import cpu_native_bf16
     from j1.judges import trained_manifest, write_manifest
-    from j1.models import EMBEDDED_NAME, cpu_native_bf16
+    from j1.models import EMBEDDED_NAME
     from j1.runinfo import RunFolder
     from j1.train.callbacks import CheckpointManifestCallback, TrainClockCallback
     from j1.train.resume import interruptions, read_progress
