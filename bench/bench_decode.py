@@ -277,6 +277,8 @@ def run_answer_stop(a) -> dict:
     backend = LocalBackend(a.judge, max_batch_rows=a.samples * len(prompts), dtype=a.dtype, device=a.device)
     stop = judging(SamplingParams(n=a.samples, temperature=1.0, max_new_tokens=a.new_tokens, seed=0), fmt)
     variants = {"stop at the answer": stop, "decode on (stop=())": dataclasses.replace(stop, stop=())}
+    if a.with_generate:
+        variants["generate (static, shared prefill)"] = stop
     backend.generate(prompts[:1], dataclasses.replace(stop, max_new_tokens=2))  # kernel set-up, weight packing
     runs: dict[str, list[dict]] = {name: [] for name in variants}
     for r in range(a.rounds):
@@ -284,6 +286,11 @@ def run_answer_stop(a) -> dict:
         for name in names:
             written: list[int] = []
             t0 = time.perf_counter()
+            if name.startswith("generate"):
+                runs[name].append({**generate_shared(backend, prompts, variants[name]),
+                                   "seconds": time.perf_counter() - t0})
+                print(f"round {r + 1}: {name} {runs[name][-1]['seconds']:.2f} s", flush=True)
+                continue
             out = dict(backend.stream(prompts, variants[name], on_tokens=written.extend))
             seconds = time.perf_counter() - t0
             comps = [c for i in sorted(out) for c in out[i]]
@@ -292,7 +299,7 @@ def run_answer_stop(a) -> dict:
                                "stopped": sum(c.finish_reason == "stop" for c in comps),
                                "texts": [(c.text, c.finish_reason, c.completion_tokens) for c in comps]})
             print(f"round {r + 1}: {name} {seconds:.2f} s", flush=True)
-    same = all(x["texts"] == y["texts"] for x, y in zip(*runs.values(), strict=True))
+    same = all(x["texts"] == y["texts"] for x, y in zip(*list(runs.values())[:2], strict=True))
     judgments = a.samples * len(prompts)
     rows = {}
     for name, rs in runs.items():
@@ -300,6 +307,36 @@ def run_answer_stop(a) -> dict:
                       "seconds": statistics.median(x["seconds"] for x in rs), "tokens_decoded": rs[0]["decoded"],
                       "tokens_kept": rs[0]["kept"], "ended_at_answer": rs[0]["stopped"], "samples": judgments}
     return {"judge": a.judge, "prompts": len(prompts), "texts_identical": same, "variants": rows}
+
+
+def generate_shared(backend, prompts, params) -> dict:
+    """``generate`` on each prompt's cache encoded once and copied into a ``StaticCache`` for its rows, with
+    the answer's closing tag as a stop string: a row that stops is padded, not freed, until every row has
+    stopped (how ``generate`` ends rows). Returns the tokens decoded (rows x steps), kept and stopped."""
+    import torch
+    from transformers import StaticCache
+
+    from j1 import sharedprefix
+
+    tok, model = backend.tokenizer, backend.model
+    enc = tok([backend.render(m) for m in prompts], return_tensors="pt", padding=True, add_special_tokens=False)
+    ids = enc.input_ids.repeat_interleave(params.n, 0)
+    mask = enc.attention_mask.repeat_interleave(params.n, 0)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    torch.manual_seed(params.seed or 0)
+    with torch.inference_mode():
+        shared = sharedprefix.prefix_cache(model, ids[:, :-1], mask[:, :-1], position_ids=pos[:, :-1])
+        cache = StaticCache(config=model.config, max_cache_len=ids.shape[1] + params.max_new_tokens)
+        where = torch.arange(ids.shape[1] - 1)
+        for i, layer in enumerate(shared.layers):
+            cache.update(layer.keys, layer.values, i, {"cache_position": where})
+        out = model.generate(input_ids=ids, attention_mask=mask, cache=cache, max_new_tokens=params.max_new_tokens,
+                             do_sample=True, temperature=params.temperature, top_k=0, stop_strings=list(params.stop),
+                             tokenizer=tok, pad_token_id=tok.pad_token_id)
+    new = out[:, ids.shape[1]:]
+    texts = tok.batch_decode(new, skip_special_tokens=True)
+    return {"decoded": int(new.numel()), "kept": int((new != tok.pad_token_id).sum()),
+            "stopped": sum(any(x in t for x in params.stop) for t in texts)}
 
 
 def child(a) -> None:
@@ -351,6 +388,9 @@ def main(argv=None) -> None:
     ap.add_argument("--answer-stop", action="store_true",
                     help="judge the pairs as --judge is asked, rows stopping at their answer and not, side by side")
     ap.add_argument("--judge", default="j1-135m", help="the judge of --answer-stop")
+    ap.add_argument("--with-generate", action="store_true",
+                    help="--answer-stop also times generate on the shared prefill's static cache, stopping rows "
+                         "at the answer's tag (a stopped row is padded until every row stops)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
