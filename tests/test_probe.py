@@ -493,7 +493,9 @@ def test_probe_cli_pos_end_to_end(pos_judge, tmp_path, capsys):
     assert main(["probe", "--model", str(pos_judge), "--data", str(pairs), "--batch_size", "4", "--limit", "5",
                  "--out", str(out), "--no_progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert set(summary) == {"model", "base", "data", "format", "template", "thought", "quote_words", "all", "by_kind"}
+    assert set(summary) == {"model", "base", "data", "format", "template", "thought", "quote_words", "inputs", "all",
+                            "by_kind"}
+    assert summary["inputs"] == {"criteria": 0, "reference": 0}
     assert (summary["format"], summary["template"], summary["thought"]) == ("pos", "digest", DEFAULT_POINT_THOUGHT)
     assert set(summary["all"]) == {"pairs", "content_margin", "content_margin_se", "content_acc", "content_acc_se",
                                    "mean_score", "mean_score_se"}

@@ -291,11 +291,11 @@ def logodds_margins(cfg: LabelSpec, records: Sequence[dict], backend: Backend | 
                     guides: dict | None = None) -> list[float]:
     """Each record's chosen-over-rejected verdict log-odds from the local judge ``cfg.model``, as ``j1 probe``
     reads them (``j1.probe.pair_margins``), with its row's criteria and reference (``guides``, by row id): from
-    ``backend``'s model when it is the judge in fp32 (the judge is loaded once), else from the judge loaded for
-    the probe."""
+    ``backend``'s model when it is the local judge (loaded once, in the dtype it judged in), else from the judge
+    loaded for the probe."""
     from j1.probe import pair_margins, probe_model
 
-    if backend is not None and getattr(backend, "dtype", None) == "float32" and hasattr(backend, "model"):
+    if backend is not None and hasattr(backend, "model"):
         model, tokenizer = backend.model, backend.tokenizer
     else:
         model, tokenizer = probe_model(cfg.model)

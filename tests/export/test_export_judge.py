@@ -42,7 +42,7 @@ def test_the_adapter_names_the_hub_base_and_records_the_exact_weights(shipped_ad
     config = json.loads((shipped_adapter / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == EMBEDDED_HUB_ID  # what PEFT's loaders fetch, not j1's alias
     manifest = read_manifest(shipped_adapter)
-    assert (manifest.kind, manifest.base_model, manifest.schema_version) == ("adapter", "smollm2-135m", 2)
+    assert (manifest.kind, manifest.base_model, manifest.schema_version) == ("adapter", "smollm2-135m", 3)
     weights = manifest.base_weights
     assert weights["hub_id"] == EMBEDDED_HUB_ID and GGUF_FILE in weights["source"]
     assert weights["sha256"] == file_sha256(embedded_gguf_path())
