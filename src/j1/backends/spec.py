@@ -89,7 +89,7 @@ class SamplingArgs:
             raise ValueError(f"--max-new-tokens {self.max_new_tokens}: must be >= 1")
 
     def sampling_params(self):
-        from j1.backends import SamplingParams
+        from j1.backends.base import SamplingParams
 
         return SamplingParams(
             n=self.samples, temperature=self.temperature, top_p=self.top_p,

@@ -27,6 +27,7 @@ from j1.eval.items import Item, item_prompts
 from j1.eval.results import pair_view, write_results
 from j1.eval.runner import judge_run, judged_slots, open_run, plan
 from j1.eval.scoring import read_judgments
+from j1.eval.spec import SHIPPED_SETS
 from j1.formats import get_format
 from j1.schema import RowError, read_json_rows, require
 
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ASSETS_DATA = Path(__file__).resolve().parents[1] / "assets" / "data"
-SHIPPED_SETS = ASSETS_DATA / "consistency_gsm8k.jsonl"
 # Settings that must match for --resume, beyond those j1 eval checks.
 EXTRA_RESUME_KEYS = ("responses", "sampler_model")
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from j1.atomic import write_json_atomic
 from j1.eval import rb2_rules as R
+from j1.eval.benchmarks.base import Asking
 from j1.eval.metrics import scaling_ks
 from j1.eval.rb2_rules import FOURWAY_SLOT, arrangement, fourway_names, rotation_positions, uses_ratings
 from j1.eval.scoring import ItemRecord, read_judgments
@@ -275,7 +276,7 @@ def score_rb2_run(out_dir: str | Path, run: dict, *, n_boot: int = 1000) -> dict
     return metrics
 
 
-def rb2_view(item, rec: ItemRecord | None, cfg, k: int, thoughts: bool = True):
+def rb2_view(item, rec: ItemRecord | None, asking: Asking, k: int, thoughts: bool = True):
     """The results.jsonl view of a RewardBench 2 item (``j1.eval.results.View``): one entry per four-way
     rotation (the four answers as shown, the pick, right when it is the chosen answer) or per rated
     answer; no pairs (the item is not judged pair by pair); accuracy = the official credit of rotation 1
@@ -283,8 +284,8 @@ def rb2_view(item, rec: ItemRecord | None, cfg, k: int, thoughts: bool = True):
     from j1.eval.results import View, entry, slot_samples
     from j1.judge import Sample
 
-    mode, rotations, seed = cfg.rb2_mode, cfg.rb2_rotations, cfg.seed
-    template = getattr(cfg, "template", None) or "full"
+    mode, rotations, seed = asking.rb2_mode, asking.rb2_rotations, asking.seed
+    template = asking.template or "full"
     judgments = []
     if uses_ratings(item.category, mode):
         pos = get_format("pos", template)

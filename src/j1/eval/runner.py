@@ -25,6 +25,7 @@ from j1.atomic import JsonlAppender, write_json_atomic
 from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
 from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
+from j1.eval.benchmarks.base import Asking
 from j1.eval.items import Item, input_counts, item_prompts, keep_inputs
 from j1.eval.report import write_report
 from j1.eval.results import Viewer, pair_view, write_results
@@ -282,6 +283,11 @@ def eval_items(cfg: EvalSpec, bench) -> list[Item]:
     return items if cfg.use_reference else keep_inputs(items, ())
 
 
+def asking(cfg: EvalSpec) -> Asking:
+    """The settings a benchmark that asks its own way reads (RewardBench 2's mode, rotations, seed, wording)."""
+    return Asking(seed=cfg.seed, template=cfg.template, rb2_mode=cfg.rb2_mode, rb2_rotations=cfg.rb2_rotations)
+
+
 def plan_eval(cfg: EvalSpec) -> dict:
     """``j1 eval --dry_run``: the run's size without a model or a folder: items (per category), judge prompts,
     completions (prompts x samples), the most completion tokens (x max_new_tokens), and the prompts'
@@ -296,7 +302,7 @@ def plan_eval(cfg: EvalSpec) -> dict:
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = eval_items(cfg, bench)
-    render = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
+    render = (lambda it: bench.prompts(it, asking(cfg))) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
     messages = [with_prefill(m, cfg.assistant_prefill) for it in items for _, m in render(it)]
     chars = sum(len(turn["content"]) for m in messages for turn in m)
     return {
@@ -314,7 +320,7 @@ def eval_view(bench, fmt, cfg) -> Viewer:
     """How results.jsonl reads an item of this benchmark: its own view (RewardBench 2), or pair by pair
     under its scoring rule, over all samples."""
     if bench.view is not None:
-        return lambda item, rec: bench.view(item, rec, cfg, cfg.samples, cfg.texts)
+        return lambda item, rec: bench.view(item, rec, asking(cfg), cfg.samples, cfg.texts)
     return lambda item, rec: pair_view(fmt, item, rec, k=cfg.samples, scheme=bench.scheme, thoughts=cfg.texts)
 
 
@@ -332,7 +338,7 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = eval_items(cfg, bench)
-    prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
+    prompts = (lambda it: bench.prompts(it, asking(cfg))) if bench.prompts is not None else None
     total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
     inputs = input_counts(items)
     log.info("%s: %d items%s", bench.name, len(items),

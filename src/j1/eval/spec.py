@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import get_format, require_arity
 from j1.judge_spec import JudgeArgs
 from j1.run_spec import BootArgs, RunArgs
+
+# j1 consistency's default --data: GSM8K response sets that ship with j1.
+SHIPPED_SETS = Path(__file__).resolve().parents[1] / "assets" / "data" / "consistency_gsm8k.jsonl"
 
 
 @dataclass
@@ -158,8 +162,6 @@ class ConsistencySpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         self._setup_judge()
         self._judges_as_written("j1 consistency compares each response as written")
         if self.data is None and self.sampler_model is None:
-            from j1.eval.consistency_run import SHIPPED_SETS
-
             self.data = str(SHIPPED_SETS)
         require_arity(self.format, (1, 2), "j1 consistency")  # it judges pairs and single responses
         self._check_run("j1 consistency", "prompts")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from j1.chat import prefill, render
 from j1.formats import get_format
 from j1.pairs import shown_label
+from j1.train.options import VERDICT_KINDS
 
 if TYPE_CHECKING:
     from trl import ModelConfig, SFTConfig
@@ -53,8 +54,6 @@ POINT_THOUGHTS = (
     "I check the facts and the reasoning in the response.",
 )
 
-
-VERDICT_KINDS = ("random", "gold")
 
 
 def random_target(fmt_name: str, rng: random.Random, thought: str | None = None, winner: str | None = None) -> str:
