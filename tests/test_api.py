@@ -14,8 +14,8 @@ import j1
 from j1.api import Judge, load_judge
 from j1.backends import Backend, Usage
 from j1.cli.main import main
-from j1.judge import Judgment, to_json
-from j1.judges import DEFAULT_JUDGE, Manifest, manifest_for, write_manifest
+from j1.judging.judge import Judgment, to_json
+from j1.judging.judges import DEFAULT_JUDGE, Manifest, manifest_for, write_manifest
 
 PAIR = ("Capital of France?", "Lyon.", "Paris.")
 

@@ -264,7 +264,7 @@ def test_j1_135m_chain_trains_with_the_shipped_recipe():
     """configs/train/j1_135m_cpu.yaml is j1's J1 GRPO recipe (src/j1/assets/recipes/j1_135m.yaml, the shipped
     judge's second stage and j1 demo's training) plus the chain's paths and time limit, and the chain's
     eval reads the judge that config writes."""
-    from j1.judges import ASSETS
+    from j1.judging.judges import ASSETS
 
     cfg = _load(CONFIGS / "train" / "j1_135m_cpu.yaml")
     recipe = _load(ASSETS / "recipes" / "j1_135m.yaml")
@@ -277,7 +277,7 @@ def test_j1_135m_chain_trains_with_the_shipped_recipe():
 def test_shipped_judge_recipes_chain():
     """The shipped judge's two stages: the gold warm-up saves an adapter that j1's GRPO recipe can continue
     (the same wording, prefill and LoRA), and the shipped judge is asked as both were trained."""
-    from j1.judges import ASSETS, manifest_for
+    from j1.judging.judges import ASSETS, manifest_for
 
     warmup, grpo = _warmup(ASSETS / "recipes" / "j1_135m_warmup.yaml", ["--train_file", "x.jsonl"]), \
         _train(ASSETS / "recipes" / "j1_135m.yaml", ["--train_file", "x.jsonl"])

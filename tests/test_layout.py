@@ -1,4 +1,4 @@
-"""The package's layout: src/j1's imports form no circle.
+"""The package's layout: src/j1's imports form no circle, and docs/layout.md names every module where it is.
 
 The import graph is read with ``ast`` from every module under src/j1. An arrow A -> B is any import of B
 by A: at module level, under ``if TYPE_CHECKING:``, and inside functions (a deferred import still ties the
@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 PACKAGE = SRC / "j1"
+LAYOUT = REPO / "docs" / "layout.md"
 
 
 def module_name(path: Path) -> str:
@@ -114,3 +116,48 @@ def test_no_import_circles():
     groups = strongly_connected(import_graph())
     assert groups == [], "modules that import each other (counting TYPE_CHECKING and in-function imports): " + \
         "; ".join(" <-> ".join(g) for g in groups)
+
+
+def layout_paths(text: str) -> list[str]:
+    """The paths docs/layout.md's tree names: its first fenced block, one entry a line (``name.py`` or
+    ``folder/``, then its description), two spaces of indent per level below the folder above it.
+
+    >>> layout_paths("```\\nsrc/j1/\\n  api.py   the API\\n  eval/    evaluation\\n    runner.py  j1 eval\\nbench/\\n```")
+    ['src/j1/', 'src/j1/api.py', 'src/j1/eval/', 'src/j1/eval/runner.py', 'bench/']
+    """
+    block = text.split("```")[1]
+    paths, parents = [], []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.split()[0]
+        parents = parents[:depth]
+        path = "".join(parents) + name
+        paths.append(path)
+        if name.endswith("/"):
+            parents.append(name)
+    return paths
+
+
+def test_layout_md_names_every_module_where_it_is():
+    named = layout_paths(LAYOUT.read_text(encoding="utf-8"))
+    missing_on_disk = [p for p in named if not (REPO / p).exists()]
+    assert not missing_on_disk, f"docs/layout.md names paths that are not in the tree: {missing_on_disk}"
+    named = set(named)
+    unnamed = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if "/assets/" in rel:
+            continue
+        # a package's line (folder/) names its __init__.py
+        key = rel[: -len("__init__.py")] if path.name == "__init__.py" else rel
+        if key not in named:
+            unnamed.append(rel)
+    assert not unnamed, f"modules docs/layout.md does not name at their path: {unnamed}"
+
+
+def test_few_modules_sit_directly_in_j1():
+    # Rooms by concept (issue 55): the top of the package holds the public face and a few shared leaves.
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 10, top

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from j1.runinfo import RunFolder
+from j1.runs.runinfo import RunFolder
 
 KEYS = {"command", "argv", "config", "versions", "git", "started", "seconds"}
 

@@ -13,7 +13,7 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from j1.cli.main import main
-from j1.judges import SHIPPED_DIR, read_manifest, write_manifest
+from j1.judging.judges import SHIPPED_DIR, read_manifest, write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 HELDOUT = REPO / "src/j1/assets/data/heldout_mismatch.jsonl"

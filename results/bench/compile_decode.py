@@ -1,4 +1,4 @@
-"""What ``torch.compile`` costs and gives on ``j1.decode``'s step, on this CPU.
+"""What ``torch.compile`` costs and gives on ``j1.backends.decode``'s step, on this CPU.
 
     OMP_NUM_THREADS=2 timeout 3600 .venv/bin/python results/bench/compile_decode.py --threads 2
 
@@ -25,7 +25,7 @@ def main() -> None:
     import torch
     from bench_judge import load_prompts
 
-    import j1.decode as decode
+    import j1.backends.decode as decode
     from j1.backends import SamplingParams
     from j1.backends.local import LocalBackend
 

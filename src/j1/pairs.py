@@ -162,7 +162,7 @@ INCONSISTENT = Verdict.INCONSISTENT.value
 def plurality(votes: Iterable[str], *, shared: str = Verdict.TIE.value) -> str:
     """The one vote rule: the most frequent valid vote, ``invalid`` votes left out; ``invalid`` when no
     vote is valid, and ``shared`` when the top count is shared. A pairwise judge's samples
-    (``j1.judge.majority``) or PandaLM's annotators split evenly are a tie; RewardBench 2's four-way
+    (``j1.judging.judge.majority``) or PandaLM's annotators split evenly are a tie; RewardBench 2's four-way
     scoring has no tie, so it passes ``shared="invalid"`` (its official rule: no credit).
 
     >>> plurality(["A", "A", "B", "invalid"]), plurality(["A", "B"]), plurality(["invalid"])

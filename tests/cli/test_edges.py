@@ -293,7 +293,7 @@ def test_an_unreachable_hub_fails_fast(monkeypatch):
 
 
 def test_files_of_a_run_share_one_mode(tmp_path):
-    from j1.atomic import JsonlAppender, new_file_mode, write_json_atomic, write_text_atomic
+    from j1.runs.atomic import JsonlAppender, new_file_mode, write_json_atomic, write_text_atomic
 
     old = os.umask(0o022)
     try:

@@ -1,4 +1,4 @@
-"""j1.sharedprefix in the trainer: each distinct prompt encoded once gives TRL's own numbers —
+"""j1.backends.sharedprefix in the trainer: each distinct prompt encoded once gives TRL's own numbers —
 log-probs, entropies, gradients and sampled tokens — on a LoRA policy with left-padded prompts,
 repeated prompts and right-padded completions."""
 
@@ -9,7 +9,7 @@ import torch
 from transformers import HfArgumentParser
 from trl import GRPOConfig, GRPOTrainer, ModelConfig
 
-from j1 import sharedprefix
+from j1.backends import sharedprefix
 from j1.cli.configs import TrainConfig
 from j1.train.recipe import build_trainer
 

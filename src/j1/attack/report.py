@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j1.atomic import write_text_atomic
 from j1.eval.stats import MIN_CI_N
+from j1.runs.atomic import write_text_atomic
 
 PLOT = "attacks.png"
 TOO_FEW = f"n < {MIN_CI_N}"  # in place of an interval resting on fewer questions (its JSON value is null)

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from j1.atomic import write_json_atomic
 from j1.attack.attacks import (
     ATTACK,
     ATTACKS,
@@ -23,15 +22,16 @@ from j1.attack.attacks import (
     mean_or_none,
 )
 from j1.backends import Backend
-from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.metrics import PairOutcome
 from j1.eval.results import pair_view, write_results
 from j1.eval.runner import Work, judge_run, judged_slots, open_run
 from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
-from j1.judge import mean_score, to_sample
-from j1.judges import ASSETS
+from j1.judging.chat import with_prefill
+from j1.judging.judge import mean_score, to_sample
+from j1.judging.judges import ASSETS
+from j1.runs.atomic import write_json_atomic
 from j1.schema import PairRecord
 
 if TYPE_CHECKING:

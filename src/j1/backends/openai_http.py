@@ -43,7 +43,7 @@ from j1.backends.engine import (
     retry_after_seconds,
 )
 from j1.backends.spec import ENDPOINTS
-from j1.chat import prefill, render
+from j1.judging.chat import prefill, render
 
 log = logging.getLogger(__name__)
 

@@ -62,7 +62,7 @@ class BackendArgs:
             # A judging spec's --max_context is the engine's context: answers are fitted into it.
             return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries,
                         endpoint=self.endpoint, max_context=getattr(self, "max_context", None))
-        # A judging spec's --max_context bounds what the local judge accepts (j1.limits).
+        # A judging spec's --max_context bounds what the local judge accepts (j1.judging.limits).
         return dict(max_batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
 
 

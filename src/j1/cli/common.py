@@ -332,7 +332,7 @@ def check_hub_model(name: str | None, flag: str = "model") -> None:
     import os
     from pathlib import Path
 
-    from j1.judges import SHIPPED
+    from j1.judging.judges import SHIPPED
     from j1.models import EMBEDDED_NAME
 
     if not name or name in SHIPPED or name in {EMBEDDED_NAME, "embedded", "default"}:

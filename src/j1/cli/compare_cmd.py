@@ -20,8 +20,8 @@ def main(argv: Sequence[str]) -> int:
     if runs:
         argv = ["--runs", *runs, *argv]
     cfg = parse(CompareConfig, argv, prog="j1 compare")
-    from j1.atomic import write_text_atomic
     from j1.eval.report_extra import compare_row, compare_table, read_run
+    from j1.runs.atomic import write_text_atomic
 
     try:
         rows = [compare_row(Path(d), read_run(d)) for d in cfg.runs]

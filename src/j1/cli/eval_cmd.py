@@ -45,7 +45,7 @@ def main(argv: Sequence[str]) -> int:
 
 def _record_in_manifest(cfg: EvalConfig, metrics: dict) -> None:
     """A judge folder of the user's (not a shipped one) keeps what it reached in its judge.json."""
-    from j1.judges import SHIPPED, judge_folder, record_metrics
+    from j1.judging.judges import SHIPPED, judge_folder, record_metrics
 
     folder = None if cfg.base_url or cfg.model in SHIPPED else judge_folder(cfg.model)
     if folder is None:

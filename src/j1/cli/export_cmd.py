@@ -27,11 +27,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.atomic import temp_file_beside
 from j1.cli.common import parse, removed_on_error, setup_logging
 from j1.cli.configs.export import ExportVerlConfig
 from j1.export.spec import ExportJudgeSpec
-from j1.runinfo import RunFolder
+from j1.runs.atomic import temp_file_beside
+from j1.runs.runinfo import RunFolder
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from j1.atomic import write_jsonl_atomic
 from j1.cli.common import parse, setup_logging
 from j1.cli.configs import RewardConfig
 from j1.rewards import Rollout, check_rollout, score_rollouts
 from j1.rewards.core import default_consistency_weight, reward_format
+from j1.runs.atomic import write_jsonl_atomic
 from j1.schema import RowError, iter_jsonl, require
 
 log = logging.getLogger(__name__)

@@ -125,10 +125,10 @@ def _rewrite_checks(store) -> dict[str, int]:
 
 def run_mismatch(cfg: SynthMismatchConfig) -> dict:
     """Write the mismatch pair file and OUT.run.json; returns the counts (see :mod:`j1.data.mismatch`)."""
-    from j1.atomic import write_jsonl_atomic
     from j1.data.mismatch import mismatch_pairs
     from j1.data.sources import load_math_problems, source_name
     from j1.data.store import run_folder
+    from j1.runs.atomic import write_jsonl_atomic
 
     started = time.time()
     problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from j1.atomic import write_jsonl_atomic
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.data.pairs_io import prompt_text, response_list
 from j1.eval import consistency as C
@@ -29,6 +28,7 @@ from j1.eval.runner import judge_run, judged_slots, open_run, plan
 from j1.eval.scoring import read_judgments
 from j1.eval.spec import SHIPPED_SETS
 from j1.formats import get_format
+from j1.runs.atomic import write_jsonl_atomic
 from j1.schema import RowError, read_json_rows, require
 
 if TYPE_CHECKING:

@@ -8,14 +8,14 @@ import itertools
 import json
 from pathlib import Path
 
-from j1.atomic import write_json_atomic
 from j1.eval import consistency as C
 from j1.eval.items import pair_slot
 from j1.eval.metrics import scaling_ks
 from j1.eval.scoring import ItemRecord, read_judgments
 from j1.formats import JudgeFormat, get_format
-from j1.judge import majority, mean_score, to_sample
+from j1.judging.judge import majority, mean_score, to_sample
 from j1.pairs import flip_rate, flipped
+from j1.runs.atomic import write_json_atomic
 
 
 def verdict_matrix(fmt: JudgeFormat, rec: ItemRecord, k_samples: int) -> list[list[int | None]]:

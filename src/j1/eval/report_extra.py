@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from j1.atomic import write_text_atomic
+from j1.runs.atomic import write_text_atomic
 
 
 def _pct(x) -> str:

@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from j1.atomic import JsonlAppender, write_json_atomic
 from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
-from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.benchmarks.base import Asking
 from j1.eval.items import Item, input_counts, item_prompts, keep_inputs
@@ -31,9 +29,11 @@ from j1.eval.report import write_report
 from j1.eval.results import Viewer, pair_view, write_results
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
-from j1.judge import judging
-from j1.judges import Manifest, warn_untrained_inputs
-from j1.runinfo import RunFolder
+from j1.judging.chat import with_prefill
+from j1.judging.judge import judging
+from j1.judging.judges import Manifest, warn_untrained_inputs
+from j1.runs.atomic import JsonlAppender, write_json_atomic
+from j1.runs.runinfo import RunFolder
 
 if TYPE_CHECKING:
     from j1.eval.spec import EvalSpec
@@ -232,10 +232,10 @@ def judge_run(cfg, folder: RunFolder, work: list[Work], total: int, *, counts: d
 def fit_items(items: list[Item], fmt, cfg, backend: Backend,
               prompts: Callable[[Item], list] | None = None) -> tuple[list[Item], int]:
     """With ``--truncate left|middle``: each item whose judge prompt cannot fit the judge's context has
-    its responses shortened until it does (``j1.limits``); returns the items and how many were. An item
+    its responses shortened until it does (``j1.judging.limits``); returns the items and how many were. An item
     that cannot fit even so stays whole: the backend refuses it and it counts invalid, with the reason."""
     from j1.backends import ContextTooLong
-    from j1.limits import ContextLimit, PromptFitter
+    from j1.judging.limits import ContextLimit, PromptFitter
 
     render = prompts or (lambda it: item_prompts(fmt, it))
     limit = ContextLimit(backend.context_window(), cfg.max_new_tokens, cfg.truncate)

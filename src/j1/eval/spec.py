@@ -9,8 +9,8 @@ from pathlib import Path
 
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import get_format, require_arity
-from j1.judge_spec import JudgeArgs
-from j1.run_spec import BootArgs, RunArgs
+from j1.judging.spec import JudgeArgs
+from j1.runs.spec import BootArgs, RunArgs
 
 # j1 consistency's default --data: GSM8K response sets that ship with j1.
 SHIPPED_SETS = Path(__file__).resolve().parents[1] / "assets" / "data" / "consistency_gsm8k.jsonl"

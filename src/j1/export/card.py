@@ -69,7 +69,7 @@ def judge_card(manifest, run: Mapping[str, Any], *, kind: str, base_hub_id: str 
     """The card of an exported judge.
 
     Args:
-        manifest: its ``j1.judges.Manifest`` (as exported).
+        manifest: its ``j1.judging.judges.Manifest`` (as exported).
         run: its training run's run.json (may be empty).
         kind: ``adapter``, ``merged`` or ``full``.
         base_hub_id: the base's hub id (an adapter's ``base_model`` in the front matter), None if local.

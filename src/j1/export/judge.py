@@ -22,7 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
-from j1.judges import (
+from j1.judging.judges import (
     GGUF_MANIFEST_KEY,
     MANIFEST,
     Manifest,

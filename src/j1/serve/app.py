@@ -36,8 +36,8 @@ from starlette.requests import ClientDisconnect
 
 from j1.api import Judge
 from j1.backends import BackendError, ContextTooLong
-from j1.judge import to_json
-from j1.limits import ContextLimit, Fitted, PromptFitter
+from j1.judging.judge import to_json
+from j1.judging.limits import ContextLimit, Fitted, PromptFitter
 from j1.rewards.group import group_plan
 from j1.serve import protocol
 from j1.serve.batcher import Batcher, Closed, QueueFull

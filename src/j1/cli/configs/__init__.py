@@ -1,6 +1,6 @@
 """One config dataclass per command, re-exported under its ``*Config`` name: the specs live in their
 domains (``j1.eval.spec.EvalSpec``, ``j1.train.spec.TrainSpec``, ``j1.data.spec``, ``j1.serve.spec``,
-``j1.attack.spec``, ``j1.judge_spec``, ``j1.probe_spec``, ``j1.demo_spec``, ``j1.rewards.spec``,
+``j1.attack.spec``, ``j1.judging.spec``, ``j1.probe.spec``, ``j1.demo.spec``, ``j1.rewards.spec``,
 ``j1.integrations.verl_spec``; shared arguments in ``j1.backends.spec`` and ``j1.formats.spec``), and
 the library's doors take them (``run_eval(spec)``); the CLI only parses flags and YAML into them.
 

@@ -2,8 +2,8 @@
 domain packages (the CLI only parses flags and YAML into them)."""
 
 from j1.eval.spec import EvalSpec, ScoreSpec
-from j1.judge_spec import JudgeArgs, JudgeSpec
-from j1.probe_spec import ProbeSpec
+from j1.judging.spec import JudgeArgs, JudgeSpec
+from j1.probe.spec import ProbeSpec
 
 EvalConfig = EvalSpec
 JudgeConfig = JudgeSpec

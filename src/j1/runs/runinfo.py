@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from j1.atomic import write_json_atomic
+from j1.runs.atomic import write_json_atomic
 
 _PACKAGES = ("j1", "torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "openai")
 
