@@ -70,7 +70,7 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
 
     torch.set_num_threads(threads)
     cuda = device == "cuda"
-    backend = LocalBackend(None, max_batch_rows=samples * len(prompts), dtype=dtype, device=device)
+    backend = LocalBackend(None, batch_rows=samples * len(prompts), dtype=dtype, device=device)
     backend.model.generation_config.min_new_tokens = new_tokens  # hold the stop back: equal work
     tok, model = backend.tokenizer, backend.model
     texts = [backend.render(m) for m in prompts]
@@ -274,7 +274,7 @@ def run_answer_stop(a) -> dict:
 
     torch.set_num_threads(a.threads)
     prompts, fmt = judge_prompts(a.items, a.data, a.judge)
-    backend = LocalBackend(a.judge, max_batch_rows=a.samples * len(prompts), dtype=a.dtype, device=a.device)
+    backend = LocalBackend(a.judge, batch_rows=a.samples * len(prompts), dtype=a.dtype, device=a.device)
     stop = judging(SamplingParams(n=a.samples, temperature=1.0, max_new_tokens=a.new_tokens, seed=0), fmt)
     variants = {"stop at the answer": stop, "decode on (stop=())": dataclasses.replace(stop, stop=())}
     backend.generate(prompts[:1], dataclasses.replace(stop, max_new_tokens=2))  # kernel set-up, weight packing

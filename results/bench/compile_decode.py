@@ -31,7 +31,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     prompts = load_prompts(2)
-    backend = LocalBackend(None, max_batch_rows=32, dtype="float32")
+    backend = LocalBackend(None, batch_rows=32, dtype="float32")
     backend.model.generation_config.min_new_tokens = 48  # equal work: the stop is held back
 
     def seconds(new_tokens: int, batch=prompts, samples: int = 8) -> float:

@@ -27,7 +27,7 @@ from j1.judging.judges import DEFAULT_JUDGE, Manifest, apply_manifest, warn_untr
 # Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
 JUDGING_KEYS = Manifest.DEFAULTS
 SAMPLING_KEYS = ("top_p", "seed")
-LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device")
+LOCAL_KEYS = ("batch_rows", "max_batch_tokens", "dtype", "device")
 HTTP_KEYS = ("concurrency", "timeout", "max_retries", "endpoint")
 BOTH_KEYS = ("max_context",)  # a local judge's context, or the engine's
 
@@ -156,7 +156,7 @@ class Judge:
         if not hasattr(backend, "engine"):
             return None
         return {"device": str(backend.device), "dtype": backend.dtype, "engine": backend.engine,
-                "batch_rows": backend.max_batch_rows}
+                "batch_rows": backend.batch_rows}
 
     def _check_pointwise(self) -> None:
         if self.format.pairwise:
@@ -246,7 +246,7 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
         served_name: with ``base_url`` and a judge j1 made, the engine's name for it when not the manifest's.
         overrides: judging settings (format, template, assistant_prefill, max_new_tokens,
             temperature, samples; unset ones come from the manifest, else j1 judge's defaults),
-            top_p and seed, and backend settings: local max_batch_rows, max_batch_tokens, dtype,
+            top_p and seed, and backend settings: local batch_rows, max_batch_tokens, dtype,
             device; HTTP concurrency, timeout, max_retries, endpoint (``j1 judge --endpoint``); both
             max_context (the local judge's, or the engine's).
 
@@ -263,6 +263,8 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
     """
     from j1.judging.judges import PLAIN_DEFAULTS
 
+    if "max_batch_rows" in overrides:  # the setting's former name here; --batch_rows everywhere else
+        overrides["batch_rows"] = overrides.pop("max_batch_rows")
     known = (*JUDGING_KEYS, *SAMPLING_KEYS, *LOCAL_KEYS, *HTTP_KEYS, *BOTH_KEYS)
     for key in overrides:
         if key not in known:

@@ -107,12 +107,12 @@ def local_dtype(setting: str, device, *, bf16_supported: bool | None = None) -> 
     return "bfloat16" if bf16_supported else "float32"
 
 
-def batch_rows(setting: int | None, device) -> int:
+def rows_per_batch(setting: int | None, device) -> int:
     """Most sequences (prompts x samples) a local judge decodes together. Unset: 32 on a CPU (a
     judgment is compute-bound there; more rows only add padding), 256 on a GPU (a decode step costs
     about the same for 1 or 256 rows, so rows are throughput).
 
-    >>> batch_rows(None, "cpu"), batch_rows(None, "cuda"), batch_rows(8, "cuda")
+    >>> rows_per_batch(None, "cpu"), rows_per_batch(None, "cuda"), rows_per_batch(8, "cuda")
     (32, 256, 8)
     """
     if setting is not None:

@@ -42,7 +42,7 @@ def test_finish_reason_and_tokens(embedded_backend: LocalBackend):
 
 
 def test_batches_respect_limits(embedded_backend: LocalBackend):
-    b = LocalBackend.from_model(embedded_backend.model, embedded_backend.tokenizer, max_batch_rows=8)
+    b = LocalBackend.from_model(embedded_backend.model, embedded_backend.tokenizer, batch_rows=8)
     batches = b._batches([5, 50, 7, 48, 6], n=4)  # 8 rows / 4 samples = 2 prompts per batch
     assert sorted(i for batch in batches for i in batch) == [0, 1, 2, 3, 4]
     assert all(len(batch) <= 2 for batch in batches)
@@ -97,7 +97,7 @@ def test_the_device_sets_dtype_and_batch_rows(embedded_backend: LocalBackend):
     from j1.device import cpu_native_bf16
 
     want = "bfloat16" if cpu_native_bf16() else "float32"
-    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == (want, 32)
+    assert (embedded_backend.dtype, embedded_backend.batch_rows) == (want, 32)
 
 
 @pytest.mark.parametrize("engine", ["j1.decode", "generate (static cache)"])

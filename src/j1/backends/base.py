@@ -156,8 +156,16 @@ class Backend(ABC):
     # Token limits, for a server that refuses a prompt that cannot fit before any model work
     # (``j1.judging.limits``). A backend without a local tokenizer (an HTTP server) knows none of them.
 
+    # The context a caller set (--max_context), None when the model's own applies; one channel: serve,
+    # judge and eval read a judge's context from its backend alone.
+    max_context: int | None = None
+
     def context_window(self) -> int | None:
         """Most tokens (prompt plus generated) the model attends to; None when unknown."""
+        return None
+
+    def model_context(self) -> int | None:
+        """The model's own positions, whatever ``max_context`` says; None when unknown (an HTTP engine)."""
         return None
 
     def count_tokens(self, messages: Messages) -> int | None:

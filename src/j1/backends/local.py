@@ -29,8 +29,8 @@ class LocalBackend(Backend):
     Args:
         model: a judge (``j1.judging.judges``: a shipped name, a model or adapter folder), an HF id, or None
             for the embedded SmolLM2-135M-Instruct.
-        max_batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
-            ``j1.device.batch_rows``).
+        batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
+            ``j1.device.rows_per_batch``).
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
         dtype: "auto" (bfloat16 where the device computes it natively, else float32: ``j1.device.local_dtype``),
             "float32", "bfloat16" or "float16".
@@ -46,14 +46,14 @@ class LocalBackend(Backend):
         self,
         model: str | None = None,
         *,
-        max_batch_rows: int | None = None,
+        batch_rows: int | None = None,
         max_batch_tokens: int = 65536,
         dtype: str = "auto",
         device: str | None = None,
         share_prefill: bool = True,
         max_context: int | None = None,
     ):
-        from j1.device import batch_rows, default_device, local_dtype
+        from j1.device import default_device, local_dtype, rows_per_batch
         from j1.judging.judges import load_model
 
         self.model_name = display_name(model)
@@ -61,7 +61,7 @@ class LocalBackend(Backend):
         self.dtype = local_dtype(dtype, self.device)
         # A LoRA judge is merged into its base in memory: plain weights take j1.backends.decode's fast path.
         self.model, self.tokenizer, _ = load_model(model, dtype=self.dtype, device=self.device)
-        self.max_batch_rows = batch_rows(max_batch_rows, self.device)
+        self.batch_rows = rows_per_batch(batch_rows, self.device)
         self.max_batch_tokens = max_batch_tokens
         self.share_prefill = share_prefill
         self.max_context = max_context
@@ -72,11 +72,11 @@ class LocalBackend(Backend):
         """Wrap an already loaded model (e.g. a policy during training)."""
         self = cls.__new__(cls)
         self.model_name, self.model, self.tokenizer = name, model, tokenizer
-        from j1.device import batch_rows
+        from j1.device import rows_per_batch
 
         weight = next(model.parameters())
         self.device, self.dtype = str(weight.device), str(weight.dtype).removeprefix("torch.")
-        self.max_batch_rows = batch_rows(kw.get("max_batch_rows"), self.device)
+        self.batch_rows = rows_per_batch(kw.get("batch_rows"), self.device)
         self.max_batch_tokens = kw.get("max_batch_tokens", 65536)
         self.share_prefill = kw.get("share_prefill", True)
         self.max_context = kw.get("max_context")
@@ -99,10 +99,14 @@ class LocalBackend(Backend):
         """The most tokens it accepts: ``max_context`` when given, else the model's position limit from
         its config (``max_position_embeddings`` in Llama-family configs, ``n_positions`` in GPT-2-style
         ones); None when the config names none."""
-        from j1.judging.limits import config_context
-
         if self.max_context is not None:
             return self.max_context
+        return self.model_context()
+
+    def model_context(self) -> int | None:
+        """The model's position limit from its config, whatever ``max_context`` says (``context_window``)."""
+        from j1.judging.limits import config_context
+
         return config_context(getattr(self.model, "config", None))
 
     def count_tokens(self, messages: Messages) -> int | None:
@@ -137,7 +141,7 @@ class LocalBackend(Backend):
     def _batches(self, lengths: list[int], n: int) -> list[list[int]]:
         """Prompt indices grouped by similar length (less padding) within the row/token limits."""
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-        per_batch = max(1, self.max_batch_rows // n)
+        per_batch = max(1, self.batch_rows // n)
         batches: list[list[int]] = []
         cur: list[int] = []
         for i in order:

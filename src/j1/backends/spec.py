@@ -63,7 +63,7 @@ class BackendArgs:
             return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries,
                         endpoint=self.endpoint, max_context=getattr(self, "max_context", None))
         # A judging spec's --max_context bounds what the local judge accepts (j1.judging.limits).
-        return dict(max_batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
+        return dict(batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
 
 
 @dataclass

@@ -63,7 +63,7 @@ def run_math(cfg: SynthMathConfig) -> dict:
 
 def _rows(backend) -> int:
     """A local backend's rows per batch (set by the device when the flag is unset)."""
-    return getattr(backend, "max_batch_rows", None) or 32
+    return getattr(backend, "batch_rows", None) or 32
 
 
 def build_judge(cfg: SynthChatConfig):
@@ -75,7 +75,7 @@ def build_judge(cfg: SynthChatConfig):
     model = None if cfg.verify_with == "embedded" else cfg.verify_with
     api_key = os.environ.get(cfg.api_key_env) if cfg.verify_base_url else None
     kwargs = dict(concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries) \
-        if cfg.verify_base_url else dict(max_batch_rows=cfg.batch_rows, dtype=cfg.dtype)
+        if cfg.verify_base_url else dict(batch_rows=cfg.batch_rows, dtype=cfg.dtype)
     return make_backend(model, cfg.verify_base_url, api_key=api_key, **kwargs)
 
 
