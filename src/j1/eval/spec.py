@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from j1.backends.spec import BackendArgs, SamplingArgs
+from j1.eval.benchmarks import BENCHMARKS, benchmark_choices
 from j1.formats import get_format, require_arity
 from j1.judging.spec import JudgeArgs
 from j1.runs.spec import BootArgs, RunArgs
@@ -20,9 +21,7 @@ SHIPPED_SETS = Path(__file__).resolve().parents[1] / "assets" / "data" / "consis
 class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
 
-    benchmark: str | None = field(
-        default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
-                                "mtbench_human, pandalm, autoj, hh_rlhf, generic or rewardbench2."})
+    benchmark: str | None = field(default=None, metadata={"help": benchmark_choices()})
     data: str | None = field(
         default=None, metadata={"help": "Local JSONL/JSON/Parquet file, a Hugging Face dataset id (needs network), or "
                                 "a dataset folder downloaded from the Hub."})
@@ -58,8 +57,6 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
                                  "can cost (what docs/scale.md prices)."})
 
     def __post_init__(self) -> None:
-        from j1.eval.benchmarks import BENCHMARKS
-
         self._setup_judge()
         self._setup_rewardbench2()
         if self.benchmark is None:

@@ -91,6 +91,27 @@ class Benchmark:
         get_scorer(self.scheme)  # an unknown scheme fails when the benchmark is defined
 
 
+# ``--benchmark NAME`` -> Benchmark, filled as the benchmark modules are imported (``j1.eval.benchmarks``
+# imports them all, in the order ``j1 eval --help`` lists them).
+BENCHMARKS: dict[str, Benchmark] = {}
+
+
+def register(name: str, **settings: Any) -> Callable[[RowParser], RowParser]:
+    """Register a row parser as benchmark ``name`` (the other ``Benchmark`` fields as keywords); a decorator,
+    as verl's ``@register`` keeps its reward managers: a benchmark's module is its only list entry.
+
+    Raises:
+        ValueError: ``name`` is registered already.
+    """
+    def add(parse_row: RowParser) -> RowParser:
+        if name in BENCHMARKS:
+            raise ValueError(f"benchmark {name!r} is registered twice")
+        BENCHMARKS[name] = Benchmark(name, parse_row, **settings)
+        return parse_row
+
+    return add
+
+
 def str_field(row: Mapping, key: str, where: str) -> str:
     return require(row, key, str, where)
 

@@ -22,7 +22,7 @@ judge only with ``--use_reference``.
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Asking, Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Asking, Context, register, str_field
 from j1.eval.items import Item
 
 # The placement rules live in rb2_rules, beside the scoring rules that read them too.
@@ -117,4 +117,4 @@ def _view(item: Item, rec, asking: Asking, k: int, thoughts: bool = True):
     return rb2_view(item, rec, asking, k, thoughts)
 
 
-BENCHMARK = Benchmark("rewardbench2", parse_row, hf_split="test", prompts=prompts, score=_score, view=_view)
+register("rewardbench2", hf_split="test", prompts=prompts, score=_score, view=_view)(parse_row)
