@@ -5,7 +5,6 @@ DIR/report.md."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from j1.judging.chat import with_prefill
 from j1.judging.judge import mean_score, to_sample
 from j1.judging.judges import ASSETS
 from j1.runs.atomic import write_json_atomic
+from j1.runs.runinfo import RunFolder
 from j1.schema import PairRecord
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
     from j1.attack.report import write_report
 
     out_dir = Path(out_dir)
-    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    run = RunFolder.read(out_dir)
     cfg = run["config"]
     fmt = get_format(cfg["format"], cfg["template"])
     records = read_judgments(out_dir / "judgments.jsonl")

@@ -175,9 +175,7 @@ def open_run(cfg, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str
 def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
     """(Re)compute an eval run's DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json
     (``j1 score`` goes through ``j1.eval.rescore``, which checks run.json first)."""
-    import json
-
-    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    run = RunFolder.read(out_dir)
     cfg = run["config"]
     bench = get_benchmark(cfg["benchmark"])
     if bench.score is not None:  # a benchmark with its own rules writes its own metrics and report
