@@ -37,20 +37,23 @@ def _warmup(path: Path, extra=()):
     return parse_warmup(["--config", str(path), *extra])
 
 
-def _single(cls_name: str):
+def _single(spec: str):
+    """``spec``: ``module:Class``, the spec in its domain package."""
     def parse_one(path: Path, extra=()):
-        from j1.cli import configs
+        import importlib
+
         from j1.cli.common import parse
 
-        return parse(getattr(configs, cls_name), ["--config", str(path), *extra], prog=path.name)
+        module, name = spec.split(":")
+        return parse(getattr(importlib.import_module(module), name), ["--config", str(path), *extra], prog=path.name)
 
     return parse_one
 
 
 def _synth(path: Path, extra=()):
     kind = path.stem.split("_")[0]  # math_*.yaml, chat_*.yaml, mismatch_*.yaml, mix*.yaml
-    cls = {"math": "SynthMathConfig", "chat": "SynthChatConfig", "mismatch": "SynthMismatchConfig",
-           "mix": "MixConfig"}[kind]
+    cls = {"math": "j1.data.spec:SynthMathSpec", "chat": "j1.data.spec:SynthChatSpec",
+           "mismatch": "j1.data.spec:SynthMismatchSpec", "mix": "j1.data.spec:MixSpec"}[kind]
     return _single(cls)(path, extra)
 
 
@@ -62,7 +65,7 @@ def _accelerate(path: Path, extra=()):
     return cfg
 
 
-PARSERS = {"train": _train, "warmup": _warmup, "eval": _single("EvalConfig"), "synth": _synth,
+PARSERS = {"train": _train, "warmup": _warmup, "eval": _single("j1.eval.spec:EvalSpec"), "synth": _synth,
            "accelerate": _accelerate}
 
 

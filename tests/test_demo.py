@@ -379,21 +379,21 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 
 @pytest.mark.parametrize("bf16, want", [("true", ["--bf16", "true"]), ("false", [])])
 def test_bf16_goes_to_train_before_train_args(bf16, want, tmp_path):
-    from j1.cli.configs import DemoConfig
     from j1.cli.demo_cmd import train_argv
+    from j1.demo.spec import DemoSpec
 
-    cfg = DemoConfig(minutes=5, out=str(tmp_path / "d"), bf16=bf16, train_args="--bf16 false --max_steps 1")
+    cfg = DemoSpec(minutes=5, out=str(tmp_path / "d"), bf16=bf16, train_args="--bf16 false --max_steps 1")
     argv = train_argv(cfg, tmp_path / "d")
     tail = ["--bf16", "false", "--max_steps", "1"]  # --train_args come after it: the user's flag wins
     assert argv[-len(tail) - len(want):] == want + tail
 
 
 def test_bf16_auto_follows_the_machine(monkeypatch, tmp_path):
-    from j1.cli.configs import DemoConfig
+    from j1.demo.spec import DemoSpec
 
     for native in (True, False):
         monkeypatch.setattr("j1.device.native_bf16", lambda native=native: native)
-        assert DemoConfig(minutes=5, out=str(tmp_path / "d")).train_bf16 is native
+        assert DemoSpec(minutes=5, out=str(tmp_path / "d")).train_bf16 is native
 
 
 def test_out_must_be_a_folder(tmp_path, capsys):
@@ -416,10 +416,10 @@ def test_make_demo_runs_a_valid_quick_demo():
     import shlex
 
     from j1.cli.common import parse
-    from j1.cli.configs import DemoConfig
+    from j1.demo.spec import DemoSpec
     from j1.judging.judges import DEFAULT_JUDGE
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     (line,) = [ln for ln in makefile.splitlines() if "/j1 demo" in ln]
-    cfg = parse(DemoConfig, shlex.split(line.split("/j1 demo", 1)[1]), prog="j1 demo")
+    cfg = parse(DemoSpec, shlex.split(line.split("/j1 demo", 1)[1]), prog="j1 demo")
     assert (cfg.minutes, cfg.judge) == (0, DEFAULT_JUDGE) and cfg.heldout_pairs <= 40

@@ -256,12 +256,12 @@ def test_unknown_key_names_the_closest(workdir, capsys):
 
 def test_a_config_file_still_works_with_flags_over_it(workdir):
     from j1.cli.common import parse
-    from j1.cli.configs import JudgeConfig
+    from j1.judging.spec import JudgeSpec
 
     (workdir / "judge.yaml").write_text("prompt: from yaml\nresponse_a: a\nresponse_b: b\nmax_new_tokens: 7\n")
-    cfg = parse(JudgeConfig, ["--config", "judge.yaml", "--max_new_tokens", "9"], prog="j1 judge")
+    cfg = parse(JudgeSpec, ["--config", "judge.yaml", "--max_new_tokens", "9"], prog="j1 judge")
     assert (cfg.prompt, cfg.max_new_tokens) == ("from yaml", 9)
-    cfg = parse(JudgeConfig, ["--config=judge.yaml"], prog="j1 judge")
+    cfg = parse(JudgeSpec, ["--config=judge.yaml"], prog="j1 judge")
     assert cfg.max_new_tokens == 7
 
 

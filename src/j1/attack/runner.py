@@ -142,10 +142,10 @@ def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeForma
 
 
 def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
-    """Run ``j1 attack`` for an AttackConfig; returns the report.
+    """Run ``j1 attack`` for an AttackSpec; returns the report.
 
     Args:
-        cfg: the AttackConfig.
+        cfg: the AttackSpec.
         backend: a ready backend (tests); the caller closes it.
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model); default ``j1.backends.build_backend(cfg)``.

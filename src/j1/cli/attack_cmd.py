@@ -6,13 +6,13 @@ import json
 import sys
 from collections.abc import Sequence
 
+from j1.attack.spec import AttackSpec
 from j1.cli import common
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs.attack import AttackConfig
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(AttackConfig, argv, prog="j1 attack")
+    cfg = parse(AttackSpec, argv, prog="j1 attack")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.attack.runner import run_attack

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 from j1.cli import common
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs.consistency import ConsistencyConfig
+from j1.eval.spec import ConsistencySpec
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(ConsistencyConfig, argv, prog="j1 consistency")
+    cfg = parse(ConsistencySpec, argv, prog="j1 consistency")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.eval.consistency_run import run_consistency
@@ -37,7 +37,7 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _sampler(cfg: ConsistencyConfig):
+def _sampler(cfg: ConsistencySpec):
     """The --sampler-model backend: on the same server as the judge (with its API key), else local."""
     from j1.backends import make_backend
 

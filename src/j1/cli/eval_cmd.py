@@ -9,11 +9,11 @@ from pathlib import Path
 
 from j1.cli import common
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs import EvalConfig, ScoreConfig
+from j1.eval.spec import EvalSpec, ScoreSpec
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(EvalConfig, argv, prog="j1 eval")
+    cfg = parse(EvalSpec, argv, prog="j1 eval")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.eval.runner import TooManyErrors, plan_eval, run_eval
@@ -43,7 +43,7 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _record_in_manifest(cfg: EvalConfig, metrics: dict) -> None:
+def _record_in_manifest(cfg: EvalSpec, metrics: dict) -> None:
     """A judge folder of the user's (not a shipped one) keeps what it reached in its judge.json."""
     from j1.judging.judges import SHIPPED, judge_folder, record_metrics
 
@@ -62,7 +62,7 @@ def score_main(argv: Sequence[str]) -> int:
     argv = list(argv)
     if argv and not argv[0].startswith("-"):  # j1 score DIR
         argv = ["--run_dir", argv[0], *argv[1:]]
-    cfg = parse(ScoreConfig, argv, prog="j1 score")
+    cfg = parse(ScoreSpec, argv, prog="j1 score")
     setup_logging()
     from j1.eval.rescore import rescore
 

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from j1.cli.common import build_backend, check_hub_inputs, parse, setup_logging
-from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
 from j1.judging.judge import (
     Judgment,
@@ -21,10 +20,11 @@ from j1.judging.judge import (
     to_json,
 )
 from j1.judging.judges import warn_untrained_inputs
+from j1.judging.spec import JudgeSpec
 from j1.pairs import Order, Verdict
 
 
-def run(cfg: JudgeConfig) -> Judgment | dict:
+def run(cfg: JudgeSpec) -> Judgment | dict:
     return judge_with_margin(cfg)[0]
 
 
@@ -32,7 +32,7 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
 MARGIN_LOGPROBS = 5
 
 
-def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
+def judge_with_margin(cfg: JudgeSpec) -> tuple[Judgment | dict, float | None]:
     """The judgment, and for a pav judge its verdict's log-odds margin for A: locally ``j1.probe.runner.pair_margins``
     (a second pass over the pair, so only ``j1 judge`` reads it, not the reward server); served, from the
     engine's logprobs at the verdict token when it returns them; None otherwise."""
@@ -61,7 +61,7 @@ def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
         backend.close()
 
 
-def prompts_of(cfg: JudgeConfig, response_a: str, response_b: str | None) -> list[tuple[str, list[dict]]]:
+def prompts_of(cfg: JudgeSpec, response_a: str, response_b: str | None) -> list[tuple[str, list[dict]]]:
     """``[(slot, messages)]``: the judge prompts of ``j1 judge`` as the backend gets them (both orders of a pair,
     or each response alone; one response: slot A), with the criteria, reference and prefill."""
     from j1.judging.chat import with_prefill
@@ -75,7 +75,7 @@ def prompts_of(cfg: JudgeConfig, response_a: str, response_b: str | None) -> lis
     return [(slot, with_prefill(m, cfg.assistant_prefill)) for slot, m in rendered]
 
 
-def show_prompts(cfg: JudgeConfig) -> str:
+def show_prompts(cfg: JudgeSpec) -> str:
     """``--show_prompt``: each judge prompt, its messages one by one under their role (an assistant message is
     the prefill the judge continues)."""
     lines = []
@@ -88,7 +88,7 @@ def show_prompts(cfg: JudgeConfig) -> str:
     return "\n".join(lines)
 
 
-def _fit(cfg: JudgeConfig, fmt, backend) -> tuple[str, str | None]:
+def _fit(cfg: JudgeSpec, fmt, backend) -> tuple[str, str | None]:
     """The responses as the judge will read them under ``--truncate left|middle`` (both orders must fit)."""
     from j1.judging.limits import ContextLimit, PromptFitter
 
@@ -150,7 +150,7 @@ def render_text(result: Judgment | dict) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(JudgeConfig, argv, prog="j1 judge")
+    cfg = parse(JudgeSpec, argv, prog="j1 judge")
     if cfg.show_prompt:  # what the judge would read; no model is loaded
         if cfg.json:
             prompts = [{"slot": slot, "messages": m} for slot, m in prompts_of(cfg, cfg.response_a, cfg.response_b)]

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, parse, setup_logging
-from j1.cli.configs import ProbeConfig
+from j1.probe.spec import ProbeSpec
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(ProbeConfig, argv, prog="j1 probe")
+    cfg = parse(ProbeSpec, argv, prog="j1 probe")
     check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.probe.runner import run_probe

@@ -19,8 +19,8 @@ import time
 from collections.abc import Sequence
 
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs import ServeConfig
 from j1.device import serve_batch
+from j1.serve.spec import ServeSpec
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def _enforce_stop(server, batcher, grace: float, returned: threading.Event, code
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(ServeConfig, argv, prog="j1 serve")
+    cfg = parse(ServeSpec, argv, prog="j1 serve")
     setup_logging()
     try:
         import uvicorn

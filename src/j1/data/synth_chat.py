@@ -120,7 +120,7 @@ def rewrite_criteria(original: str, rewrite: str) -> str | None:
 
 @dataclass
 class ChatOptions:
-    """Everything ``synth_chat`` needs besides the backends (built by the CLI from SynthChatConfig)."""
+    """Everything ``synth_chat`` needs besides the backends (built by the CLI from SynthChatSpec)."""
 
     answer: SamplingParams
     rewrite: SamplingParams

@@ -148,7 +148,7 @@ def write_consistency_results(path: Path, items: list[Item], fmt, records: dict,
 
 def run_consistency(cfg: ConsistencySpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None,
                     open_sampler: Callable[[], Backend] | None = None) -> dict:
-    """Run ``j1 consistency`` for a ConsistencyConfig; returns the metrics (see ``run_eval`` for the
+    """Run ``j1 consistency`` for a ConsistencySpec; returns the metrics (see ``run_eval`` for the
     backend arguments; ``open_sampler`` builds the ``--sampler-model`` backend)."""
     folder = open_run(cfg, "consistency", stale=("metrics.json", "report.md", "results.jsonl"),
                       extra_keys=EXTRA_RESUME_KEYS)

@@ -323,10 +323,10 @@ def eval_view(bench, fmt, cfg) -> Viewer:
 
 
 def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
-    """Run ``j1 eval`` for an EvalConfig; returns the metrics.
+    """Run ``j1 eval`` for an EvalSpec; returns the metrics.
 
     Args:
-        cfg: the EvalConfig.
+        cfg: the EvalSpec.
         backend: a ready backend to judge with (tests, benchmarks); the caller closes it.
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
