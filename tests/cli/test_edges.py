@@ -280,16 +280,16 @@ def test_an_uncached_hub_id_fails_fast_offline(tmp_path):
 
 
 def test_an_unreachable_hub_fails_fast(monkeypatch):
-    from j1.cli import common
+    from j1 import hub
 
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")  # nothing listens
     started = time.monotonic()
     with pytest.raises(ValueError, match=r"--model nobody/no-such-model: .* http://127\.0\.0\.1:9 cannot be reached"):
-        common.check_hub_model("nobody/no-such-model")
-    assert time.monotonic() - started < common.HUB_CONNECT_TIMEOUT_S + 1
+        hub.check_hub_model("nobody/no-such-model")
+    assert time.monotonic() - started < hub.HUB_CONNECT_TIMEOUT_S + 1
     for fine in (None, "smollm2-135m", "j1-135m", "./some/folder", "/abs/path"):
-        common.check_hub_model(fine)  # shipped, embedded and path-like names are not hub ids
+        hub.check_hub_model(fine)  # shipped, embedded and path-like names are not hub ids
 
 
 def test_files_of_a_run_share_one_mode(tmp_path):
