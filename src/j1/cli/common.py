@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -15,6 +16,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -199,6 +201,31 @@ def run_reporting_errors(prog: str, command: Callable[[], int], *, debug: bool =
             raise
         sys.stderr.write(f"{prog}: error: {error_message(exc)}\n")
         return 2
+
+
+def run_command(prog: str, out: str | None, body: Callable[[], Any], summary: Callable[[Any], dict]) -> int:
+    """The body every command that judges into a run folder shares (eval, consistency, label, attack): run
+    ``body`` (a failed start leaves no empty folder at ``out``), then print ``summary(result)`` as JSON.
+
+    Returns:
+        0; 1 when more judgments failed than the run allows (``TooManyErrors``: the line says how many);
+        2 for bad data, a missing file, a run folder in use or an unreachable server, in one line that says
+        what and where (RowError is a ValueError; a traceback would only bury it).
+    """
+    from j1.eval.runner import TooManyErrors
+
+    try:
+        with removed_on_error(out):
+            result = body()
+    except TooManyErrors as exc:
+        sys.stderr.write(f"{prog}: {exc}\n")
+        return 1
+    except (OSError, ValueError, RuntimeError) as exc:
+        sys.stderr.write(f"{prog}: error: {error_message(exc)}\n")
+        return 2
+    json.dump(summary(result), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
 
 
 # Files a run writes before its first result: a folder that holds only these (or empty files) did no work.

@@ -16,31 +16,20 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(EvalSpec, argv, prog="j1 eval")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.eval.runner import TooManyErrors, plan_eval, run_eval
-    from j1.schema import RowError
+    from j1.eval.runner import plan_eval, run_eval
 
     if cfg.dry_run:  # no model, no folder: the data read and the run's size printed
         json.dump(plan_eval(cfg), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
 
-    try:
-        # The backend is built only if something is left to judge; the CLI supplies the API key.
-        with common.removed_on_error(cfg.out):  # a failed start leaves no empty run folder
-            metrics = run_eval(cfg, open_backend=lambda: common.build_backend(cfg))
-    except TooManyErrors as exc:
-        sys.stderr.write(f"j1 eval: {exc}\n")
-        return 1
-    except (RowError, OSError, ValueError, RuntimeError) as exc:
-        # Bad data, a missing file, a run folder in use, an unreachable server: the message says
-        # what and where; a traceback would only bury it.
-        sys.stderr.write(f"j1 eval: error: {common.error_message(exc)}\n")
-        return 2
-    _record_in_manifest(cfg, metrics)
-    json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
-              sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
+    def summary(metrics: dict) -> dict:
+        _record_in_manifest(cfg, metrics)
+        return {k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]}
+
+    # The backend is built only if something is left to judge; the CLI supplies the API key.
+    return common.run_command("j1 eval", cfg.out, lambda: run_eval(cfg, open_backend=lambda: common.build_backend(cfg)),
+                              summary)
 
 
 def _record_in_manifest(cfg: EvalSpec, metrics: dict) -> None:
