@@ -10,12 +10,12 @@ token (the prefill) and once with all of them, ``--rounds`` times with the order
 medians give judgments/s, prefill tokens/s (prompt tokens over the 1-token run), decode tokens/s
 (the extra tokens over the extra time) and peak memory (the process's max RSS). Engines:
 
-- ``j1``: ``LocalBackend`` (each prompt encoded once, ``j1.decode``);
+- ``j1``: ``LocalBackend`` (each prompt encoded once, ``j1.backends.decode``);
 - ``j1-previous``: each prompt encoded once, then ``generate`` on the fanned-out cache (j1's path
-  before ``j1.decode``);
+  before ``j1.backends.decode``);
 - ``generate-static-shared``: each prompt encoded once, its cache fanned out to its 8 rows and copied
   into a ``StaticCache`` sized for the new tokens, then ``generate`` on it (what decoding through
-  ``generate`` instead of ``j1.decode``'s loop would be, issue 56);
+  ``generate`` instead of ``j1.backends.decode``'s loop would be, issue 56);
 - ``generate`` and ``generate-static``: ``generate(num_return_sequences=8)`` on the 4 prompts, with
   transformers' dynamic and static cache;
 - ``llamacpp``: llama-cpp-python's low-level batch API on the GGUF the embedded model ships in, one
@@ -70,7 +70,7 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
 
     torch.set_num_threads(threads)
     cuda = device == "cuda"
-    backend = LocalBackend(None, max_batch_rows=samples * len(prompts), dtype=dtype, device=device)
+    backend = LocalBackend(None, batch_rows=samples * len(prompts), dtype=dtype, device=device)
     backend.model.generation_config.min_new_tokens = new_tokens  # hold the stop back: equal work
     tok, model = backend.tokenizer, backend.model
     texts = [backend.render(m) for m in prompts]
@@ -88,7 +88,7 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
         if engine == "j1":
             backend.generate(prompts, SamplingParams(n=samples, temperature=1.0, max_new_tokens=new_tokens, seed=0))
         elif engine == "j1-previous":
-            from j1 import sharedprefix
+            from j1.backends import sharedprefix
 
             ids = enc.input_ids.repeat_interleave(samples, 0)
             mask = enc.attention_mask.repeat_interleave(samples, 0)
@@ -98,7 +98,7 @@ def run_torch(engine: str, prompts, samples: int, new_tokens: int, threads: int,
         elif engine == "generate-static-shared":
             from transformers import StaticCache
 
-            from j1 import sharedprefix
+            from j1.backends import sharedprefix
 
             ids = enc.input_ids.repeat_interleave(samples, 0)
             mask = enc.attention_mask.repeat_interleave(samples, 0)
@@ -125,7 +125,7 @@ def run_llamacpp(prompts, samples: int, new_tokens: int, threads: int, gguf: str
     import numpy as np
     from llama_cpp import llama_cpp as C
 
-    from j1.chat import render
+    from j1.judging.chat import render
     from j1.models import embedded_gguf_path, load_tokenizer, resolve_model
 
     path = gguf or str(embedded_gguf_path())
@@ -185,14 +185,14 @@ def run_floor(prompts, samples: int, threads: int, repeats: int = 7) -> dict:
     import torch
     import torch.nn.functional as F
 
+    from j1.backends.decode import _head
     from j1.backends.local import LocalBackend
-    from j1.decode import _head
 
     torch.set_num_threads(threads)
     backend = LocalBackend(None, dtype="float32")
     model, tok = backend.model, backend.tokenizer
     linears = [m for m in model.model.layers.modules() if isinstance(m, torch.nn.Linear)]
-    head = _head(model)  # the LM head as j1.decode runs it (oneDNN-packed on the CPU)
+    head = _head(model)  # the LM head as j1.backends.decode runs it (oneDNN-packed on the CPU)
     rows = samples * len(prompts)
     lengths = [len(tok(backend.render(m), add_special_tokens=False).input_ids) for m in prompts]
     tokens = sum(lengths)
@@ -243,9 +243,9 @@ def run_floor(prompts, samples: int, threads: int, repeats: int = 7) -> dict:
 def judge_prompts(items: int, data: str | None, judge: str) -> tuple[list, object]:
     """The first ``items`` LLMBar pairs in both orders as ``judge`` is asked (its manifest's format,
     template and prefill), and the format."""
-    from j1.chat import with_prefill
     from j1.formats import get_format
-    from j1.judges import judge_folder, read_manifest
+    from j1.judging.chat import with_prefill
+    from j1.judging.judges import judge_folder, read_manifest
     from j1.pairs import render_both
 
     sys.path.insert(0, str(HERE))
@@ -270,11 +270,11 @@ def run_answer_stop(a) -> dict:
 
     from j1.backends import SamplingParams
     from j1.backends.local import LocalBackend
-    from j1.judge import judging
+    from j1.judging.judge import judging
 
     torch.set_num_threads(a.threads)
     prompts, fmt = judge_prompts(a.items, a.data, a.judge)
-    backend = LocalBackend(a.judge, max_batch_rows=a.samples * len(prompts), dtype=a.dtype, device=a.device)
+    backend = LocalBackend(a.judge, batch_rows=a.samples * len(prompts), dtype=a.dtype, device=a.device)
     stop = judging(SamplingParams(n=a.samples, temperature=1.0, max_new_tokens=a.new_tokens, seed=0), fmt)
     variants = {"stop at the answer": stop, "decode on (stop=())": dataclasses.replace(stop, stop=())}
     if a.with_generate:

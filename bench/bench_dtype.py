@@ -52,8 +52,8 @@ def main(argv=None) -> None:
     from j1.eval.metrics import ItemOutcome, PairOutcome, metric_block
     from j1.eval.stats import bootstrap_mean_ci
     from j1.formats import get_format
-    from j1.judge import judge_pairs
-    from j1.judges import judge_folder, read_manifest
+    from j1.judging.judge import judge_pairs
+    from j1.judging.judges import judge_folder, read_manifest
     from j1.schema import read_pairs
 
     manifest = read_manifest(judge_folder(a.judge))

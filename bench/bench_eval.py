@@ -25,10 +25,10 @@ sys.path.insert(0, str(REPO / "tests"))  # fake_openai.FakeOpenAIServer
 
 from j1.backends import SamplingParams  # noqa: E402
 from j1.cli.common import parse  # noqa: E402
-from j1.cli.configs import EvalConfig  # noqa: E402
 from j1.eval.benchmarks import get_benchmark, load_items  # noqa: E402
 from j1.eval.items import item_prompts  # noqa: E402
 from j1.eval.runner import run_eval  # noqa: E402
+from j1.eval.spec import EvalSpec  # noqa: E402
 from j1.formats import get_format  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "eval" / "generic.jsonl"
@@ -45,7 +45,7 @@ def time_runner(backend, bench: str, data: Path, limit: int, samples: int, max_n
     """``(judging seconds, whole run_eval seconds)``; the whole run adds loading, run.json, the
     bootstrap and the plots (a fixed ~1-3 s the naive loop does not do)."""
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = parse(EvalConfig, ["--benchmark", bench, "--data", str(data), "--format", "pav", "--limit", str(limit),
+        cfg = parse(EvalSpec, ["--benchmark", bench, "--data", str(data), "--format", "pav", "--limit", str(limit),
                                  "--samples", str(samples), "--temperature", "1.0",
                                  "--max-new-tokens", str(max_new_tokens), "--out", tmp, "--progress", "false",
                                  "--n_boot", "100", *extra], prog="bench")

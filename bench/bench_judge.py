@@ -74,7 +74,7 @@ def main(argv=None) -> None:
         if not torch.cuda.is_available():
             ap.error("--device cuda: torch sees no CUDA device")
 
-    base = LocalBackend(None, max_batch_rows=args.batch_rows, dtype=args.dtype, device=args.device)
+    base = LocalBackend(None, batch_rows=args.batch_rows, dtype=args.dtype, device=args.device)
     # Suppress EOS so every judgment decodes exactly max_new_tokens: equal work in every variant.
     base.model.generation_config.suppress_tokens = None
     base.model.generation_config.min_new_tokens = args.max_new_tokens
@@ -85,7 +85,7 @@ def main(argv=None) -> None:
     variants = {
         "batch 1 (naive loop)": (base, True),
         f"N={args.samples}, prefill repeated": (
-            LocalBackend.from_model(base.model, base.tokenizer, max_batch_rows=args.batch_rows, share_prefill=False),
+            LocalBackend.from_model(base.model, base.tokenizer, batch_rows=args.batch_rows, share_prefill=False),
             False),
         f"N={args.samples}, shared prefill, batched": (base, False),
     }

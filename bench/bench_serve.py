@@ -450,7 +450,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args()
 
-    from j1.runinfo import git_revision, versions
+    from j1.runs.runinfo import git_revision, versions
 
     reqs = requests_in_order(load_rows(), args.seed)
     started = time.time()

@@ -10,7 +10,7 @@ Step-time differences between two runs on a shared CPU are noisy, so the j1 addi
 timed directly (wall time inside them, summed) and reported as a share of j1's step time: that
 share is the number the 5% budget of issue #5 is checked against. That j1 run leaves TRL's
 per-rollout encoding in place (``share_prompt_prefix=False``); a third run turns it on
-(``j1.sharedprefix``: each distinct prompt encoded once for its G rollouts, in generation and in
+(``j1.backends.sharedprefix``: each distinct prompt encoded once for its G rollouts, in generation and in
 the loss pass) and its step time is reported beside the other two.
 
     flock /tmp/j1-heavy.lock .venv/bin/python bench/bench_train_step.py --steps 3

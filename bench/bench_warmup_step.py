@@ -26,7 +26,7 @@ def run(kind: str, steps: int, batch: int, out: Path) -> dict:
     from trl import SFTConfig, SFTTrainer
 
     from j1.cli.warmup_cmd import parse_warmup
-    from j1.judges import ASSETS
+    from j1.judging.judges import ASSETS
     from j1.models import load_tokenizer, resolve_model
     from j1.train.data import build_rows, load_pairs
     from j1.train.recipe import lora_config

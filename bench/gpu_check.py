@@ -14,7 +14,7 @@ bytes are the CPU's, makes a Llama-3.1-8B-shaped config with SmolLM2's tokenizer
 bench_train_step.py builds on the GPU in bf16), then runs each step under its own ``timeout`` within
 ``--budget`` seconds in all: (j) bench/gpu_judge.py (j1-135m on make demo's 40 held-out pairs in bf16 and
 fp32, beside bench/gpu_check_cpu_j1_135m.json); (a) ``pytest -m gpu``; (b) the GRPO step of plain TRL and
-of j1 with shared prompts off and on, at the smoke shape; (c) ``bench_decode.py`` (``j1.decode`` against
+of j1 with shared prompts off and on, at the smoke shape; (c) ``bench_decode.py`` (``j1.backends.decode`` against
 ``generate`` with dynamic and static caches); (d) ``bench_serve.py`` (``j1 serve`` under 1, 32 and 64
 clients); (b') the GRPO step at the 8B shape with LoRA, last, as it takes what time is left. After every
 step it rewrites OUT/gpu.json (every number) and OUT/gpu.md (one table: check, measured, goal, met?);
@@ -413,11 +413,11 @@ def checks(sections: dict) -> list[dict]:
                 add(f"GRPO step, {shape}, j1 {label} / plain TRL", measured, "(information)", None)
     gap = missing("decode")
     if gap:
-        add("decode judgments/s: j1.decode vs generate", gap, "(information)", None)
+        add("decode judgments/s: j1.backends.decode vs generate", gap, "(information)", None)
     else:
         e = sections["decode"]["result"]["engines"]
         j = e["j1"]["judgments_per_s"]
-        add("decode judgments/s: j1.decode vs generate (dynamic, static cache)",
+        add("decode judgments/s: j1.backends.decode vs generate (dynamic, static cache)",
             f"j1 {j:.1f}, generate {e['generate']['judgments_per_s']:.1f}, static "
             f"{e['generate-static']['judgments_per_s']:.1f} ({j / e['generate']['judgments_per_s']:.2f}x generate)",
             "(information)", None)

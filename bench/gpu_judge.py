@@ -4,9 +4,9 @@ held-out pairs of ``make demo``, and its verdicts are set beside the CPU's on th
     python bench/gpu_judge.py reference                       # here, on the CPU: writes REFERENCE (~4 min)
     python bench/gpu_judge.py judge --work DIR --json FILE    # in bench/gpu_check.py's judge step
 
-The pairs are ``j1 demo --heldout_pairs 40``'s (``j1.demo.heldout_rows``: 20 GSM8K test, 20 MATH/Alpaca),
+The pairs are ``j1 demo --heldout_pairs 40``'s (``j1.demo.runner.heldout_rows``: 20 GSM8K test, 20 MATH/Alpaca),
 judged as the demo judges them: j1-135m asked as its manifest says, greedy, both orders, through
-``j1 eval``'s runner. ``reference`` judges them on the CPU (float32, ``j1.decode``) and keeps every
+``j1 eval``'s runner. ``reference`` judges them on the CPU (float32, ``j1.backends.decode``) and keeps every
 answer's text in bench/gpu_check_cpu_j1_135m.json with the sha256 of the converted weights it used;
 ``judge`` judges them in each ``--dtypes`` (on a GPU ``auto`` is bfloat16 with ``generate``, the
 product's path; ``float32`` the like-for-like one) and counts the judgments whose verdict and text are
@@ -53,11 +53,11 @@ def judge_pairs(n: int, dtype: str, work: Path) -> dict:
     """Judge the first ``n`` demo pairs with j1-135m in ``dtype``; the run's metrics and every answer."""
     import torch
 
-    from j1.atomic import write_jsonl_atomic
-    from j1.demo import heldout_rows
+    from j1.demo.runner import heldout_rows
     from j1.device import default_device, local_dtype
     from j1.eval.runner import run_eval
     from j1.eval.spec import EvalSpec
+    from j1.runs.atomic import write_jsonl_atomic
     from j1.schema import iter_jsonl
 
     data = work / "heldout.jsonl"
@@ -113,7 +113,7 @@ def reference(n: int, path: Path, work: Path) -> dict:
     import torch
     import transformers
 
-    from j1.atomic import write_json_atomic
+    from j1.runs.atomic import write_json_atomic
 
     result = judge_pairs(n, "float32", work)
     if result["device"] != "cpu":

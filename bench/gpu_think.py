@@ -182,7 +182,7 @@ def eval_rows(limit: int | None) -> list[dict]:
     questions), MATH and Alpaca (sources not trained on); at most ``limit`` pairs of each."""
     import dataclasses
 
-    from j1.demo import HELDOUT_PAIRS, SAME_SOURCE_PAIRS
+    from j1.demo.shipped import HELDOUT_PAIRS, SAME_SOURCE_PAIRS
     from j1.schema import read_pairs
 
     groups = {"GSM8K test": read_pairs(SAME_SOURCE_PAIRS), "MATH": [], "Alpaca": []}
@@ -194,9 +194,9 @@ def eval_rows(limit: int | None) -> list[dict]:
 def evaluate(judges: dict[str, str], out: Path, limit: int | None) -> dict:
     """Judge the held-out rows with each judge (name -> model), greedy, as its manifest asks; metrics and
     thought statistics by group, written to out/thinking.json and out/thinking.md."""
-    from j1.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
     from j1.eval.runner import run_eval
     from j1.eval.spec import EvalSpec
+    from j1.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
     from j1.schema import iter_jsonl
 
     out.mkdir(parents=True, exist_ok=True)

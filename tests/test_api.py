@@ -14,8 +14,8 @@ import j1
 from j1.api import Judge, load_judge
 from j1.backends import Backend, Usage
 from j1.cli.main import main
-from j1.judge import Judgment, to_json
-from j1.judges import DEFAULT_JUDGE, Manifest, manifest_for, write_manifest
+from j1.judging.judge import Judgment, to_json
+from j1.judging.judges import DEFAULT_JUDGE, Manifest, manifest_for, write_manifest
 
 PAIR = ("Capital of France?", "Lyon.", "Paris.")
 
@@ -92,9 +92,11 @@ class _NoModel(Backend):
 
 def test_no_name_is_the_shipped_judge_with_its_manifest(monkeypatch):
     monkeypatch.setattr("j1.api.make_backend", lambda model, base_url, api_key=None, **kw: _NoModel(model, base_url, **kw))
-    judge = load_judge(max_batch_rows=4)
+    judge = load_judge(batch_rows=4)
     m = manifest_for(DEFAULT_JUDGE)
-    assert judge.backend.built == (DEFAULT_JUDGE, None, {"max_batch_rows": 4})
+    assert judge.backend.built == (DEFAULT_JUDGE, None, {"batch_rows": 4})
+    # one name for the setting (--batch_rows); the API's former spelling still reaches it
+    assert load_judge(max_batch_rows=4).backend.built == (DEFAULT_JUDGE, None, {"batch_rows": 4})
     assert (judge.name, judge.format.name, judge.prefill, judge.params.max_new_tokens) == \
         (m.name, m.format, m.assistant_prefill, m.max_new_tokens)
     # the served model: no manifest applies; the name is the server's

@@ -395,11 +395,11 @@ def test_bad_input_is_one_line_and_leaves_no_folder(tmp_path, capsys):
 @pytest.mark.slow
 def test_tiny_run_on_the_embedded_model(tmp_path, embedded_backend):
     from j1.attack.runner import run_attack
+    from j1.attack.spec import AttackSpec
     from j1.cli.common import parse
-    from j1.cli.configs.attack import AttackConfig
 
     prefill = "<think>I compare both responses with the request.</think>\n<answer>[["
-    cfg = parse(AttackConfig, ["--model", "smollm2-135m", "--template", "digest", "--assistant_prefill", prefill,
+    cfg = parse(AttackSpec, ["--model", "smollm2-135m", "--template", "digest", "--assistant_prefill", prefill,
                                "--max_new_tokens", "4", "--limit", "1", "--n_boot", "100", "--progress", "false",
                                "--out", str(tmp_path / "run")], prog="j1 attack")
     report = run_attack(cfg, backend=embedded_backend)

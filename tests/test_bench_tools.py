@@ -30,16 +30,16 @@ def test_decode_floor_bounds(rows, expected):
 def test_train_step_phases():
     lines = [
         "main (x.py:1);_inner_training_loop (t.py:2);training_step (t.py:3);_generate (trl.py:4);"
-        "generate (j1/decode.py:185) 7",
+        "generate (j1/backends/decode.py:185) 7",
         "main (x.py:1);training_step (t.py:3);compute_loss (t.py:5);backward (torch.py:6) 3",
-        "main (x.py:1);training_step (t.py:3);compute_loss (t.py:5);prefix_cache (j1/sharedprefix.py:57) 2",
+        "main (x.py:1);training_step (t.py:3);compute_loss (t.py:5);prefix_cache (j1/backends/sharedprefix.py:57) 2",
         "main (x.py:1);training_step (t.py:3);compute_loss (t.py:5);forward (m.py:7) 5",
         "main (x.py:1);from_pretrained (h.py:8) 4",
         "main (x.py:1);training_step (t.py:3);log (t.py:9) 1",
         "not a sample line",
     ]
     assert _module("results/bench/train_step_phases.py").phases(lines) == {
-        "generation (j1.decode, the rollouts)": 7,
+        "generation (j1.backends.decode, the rollouts)": 7,
         "loss backward": 3,
         "loss forward: prompts (encoded once each)": 2,
         "loss forward: completions and LM head": 5,

@@ -1,10 +1,10 @@
-"""``j1.chat``: prompts that end in a partial assistant message (a prefill) are continued, not closed."""
+"""``j1.judging.chat``: prompts that end in a partial assistant message (a prefill) are continued, not closed."""
 
 from __future__ import annotations
 
 import pytest
 
-from j1.chat import prefill, render, with_prefill
+from j1.judging.chat import prefill, render, with_prefill
 
 USER = [{"role": "user", "content": "Which is better?"}]
 OPEN = "<think>I compare both.</think>\n<answer>[["

@@ -13,7 +13,7 @@ from j1.api import load_judge
 from j1.cli.main import main
 from j1.formats import get_format
 from j1.formats.base import request_text
-from j1.judge_spec import conversation_prompt
+from j1.judging.spec import conversation_prompt
 from j1.serve.protocol import RequestError, parse_judge_request
 
 TURNS = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "I'm in France."},

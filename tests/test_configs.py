@@ -37,20 +37,23 @@ def _warmup(path: Path, extra=()):
     return parse_warmup(["--config", str(path), *extra])
 
 
-def _single(cls_name: str):
+def _single(spec: str):
+    """``spec``: ``module:Class``, the spec in its domain package."""
     def parse_one(path: Path, extra=()):
-        from j1.cli import configs
+        import importlib
+
         from j1.cli.common import parse
 
-        return parse(getattr(configs, cls_name), ["--config", str(path), *extra], prog=path.name)
+        module, name = spec.split(":")
+        return parse(getattr(importlib.import_module(module), name), ["--config", str(path), *extra], prog=path.name)
 
     return parse_one
 
 
 def _synth(path: Path, extra=()):
     kind = path.stem.split("_")[0]  # math_*.yaml, chat_*.yaml, mismatch_*.yaml, mix*.yaml
-    cls = {"math": "SynthMathConfig", "chat": "SynthChatConfig", "mismatch": "SynthMismatchConfig",
-           "mix": "MixConfig"}[kind]
+    cls = {"math": "j1.data.spec:SynthMathSpec", "chat": "j1.data.spec:SynthChatSpec",
+           "mismatch": "j1.data.spec:SynthMismatchSpec", "mix": "j1.data.spec:MixSpec"}[kind]
     return _single(cls)(path, extra)
 
 
@@ -62,7 +65,7 @@ def _accelerate(path: Path, extra=()):
     return cfg
 
 
-PARSERS = {"train": _train, "warmup": _warmup, "eval": _single("EvalConfig"), "synth": _synth,
+PARSERS = {"train": _train, "warmup": _warmup, "eval": _single("j1.eval.spec:EvalSpec"), "synth": _synth,
            "accelerate": _accelerate}
 
 
@@ -264,7 +267,7 @@ def test_j1_135m_chain_trains_with_the_shipped_recipe():
     """configs/train/j1_135m_cpu.yaml is j1's J1 GRPO recipe (src/j1/assets/recipes/j1_135m.yaml, the shipped
     judge's second stage and j1 demo's training) plus the chain's paths and time limit, and the chain's
     eval reads the judge that config writes."""
-    from j1.judges import ASSETS
+    from j1.judging.judges import ASSETS
 
     cfg = _load(CONFIGS / "train" / "j1_135m_cpu.yaml")
     recipe = _load(ASSETS / "recipes" / "j1_135m.yaml")
@@ -277,7 +280,7 @@ def test_j1_135m_chain_trains_with_the_shipped_recipe():
 def test_shipped_judge_recipes_chain():
     """The shipped judge's two stages: the gold warm-up saves an adapter that j1's GRPO recipe can continue
     (the same wording, prefill and LoRA), and the shipped judge is asked as both were trained."""
-    from j1.judges import ASSETS, manifest_for
+    from j1.judging.judges import ASSETS, manifest_for
 
     warmup, grpo = _warmup(ASSETS / "recipes" / "j1_135m_warmup.yaml", ["--train_file", "x.jsonl"]), \
         _train(ASSETS / "recipes" / "j1_135m.yaml", ["--train_file", "x.jsonl"])

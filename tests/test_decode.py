@@ -1,4 +1,4 @@
-"""j1.decode gives transformers' ``generate`` tokens (greedy, and sampled under one seed) while it
+"""j1.backends.decode gives transformers' ``generate`` tokens (greedy, and sampled under one seed) while it
 compacts finished rows away and reads each shared prompt's cache in place."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from j1 import decode, sharedprefix
+from j1.backends import decode, sharedprefix
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +124,8 @@ def test_only_llama_family_layouts_are_supported(tiny):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_embedded_model_greedy_matches_generate(dtype):
     # The real judge: two judge prompts, 4 samples each sharing the prompt, greedy, in both weight types.
-    from j1.chat import render
     from j1.formats import get_format
+    from j1.judging.chat import render
     from j1.models import resolve_model
     from j1.pairs import render_both
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from j1.cli.main import main
-from j1.demo import config_change, heldout_split
-from j1.demo_budget import (
+from j1.demo.budget import (
     FP32_MINUTES,
     MIN_TRAIN_MINUTES,
     OVERHEAD_MINUTES,
@@ -20,7 +19,8 @@ from j1.demo_budget import (
     reserve_minutes,
     train_budget,
 )
-from j1.demo_report import curve_points, example_line, group_table, markdown_table, reading_line, table_rows
+from j1.demo.report import curve_points, example_line, group_table, markdown_table, reading_line, table_rows
+from j1.demo.runner import config_change, heldout_split
 from j1.train.recipe import latest_checkpoint
 
 # TRL flags every CPU test run needs (as tests/train/conftest.py CPU_FLAGS).
@@ -156,7 +156,7 @@ def test_example_line_and_curve_points():
 @pytest.fixture(scope="module")
 def tiny_judge(tiny_model, tmp_path_factory, one_torch_thread):
     """The tiny model plus a judge.json: a ready judge for the quick demo."""
-    from j1.judges import Manifest, write_manifest
+    from j1.judging.judges import Manifest, write_manifest
 
     folder = tmp_path_factory.mktemp("tiny-judge") / "judge"
     shutil.copytree(tiny_model, folder)
@@ -289,7 +289,7 @@ def test_plan_minutes_refuses_a_budget_that_trains_nothing():
 
 def test_a_budget_that_trains_nothing_is_said_up_front(tiny_model, tmp_path, capsys, monkeypatch):
     # the example's judging is made to look slow (20 s a prompt): 4 pairs x 2 orders x 20 s = 2.7 min an eval
-    import j1.demo as demo
+    import j1.demo.runner as demo
 
     real = demo.plan_minutes
     monkeypatch.setattr(demo, "plan_minutes", lambda minutes, _s, prompts, example: real(minutes, 20.0, prompts, example))
@@ -379,21 +379,21 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 
 @pytest.mark.parametrize("bf16, want", [("true", ["--bf16", "true"]), ("false", [])])
 def test_bf16_goes_to_train_before_train_args(bf16, want, tmp_path):
-    from j1.cli.configs import DemoConfig
     from j1.cli.demo_cmd import train_argv
+    from j1.demo.spec import DemoSpec
 
-    cfg = DemoConfig(minutes=5, out=str(tmp_path / "d"), bf16=bf16, train_args="--bf16 false --max_steps 1")
+    cfg = DemoSpec(minutes=5, out=str(tmp_path / "d"), bf16=bf16, train_args="--bf16 false --max_steps 1")
     argv = train_argv(cfg, tmp_path / "d")
     tail = ["--bf16", "false", "--max_steps", "1"]  # --train_args come after it: the user's flag wins
     assert argv[-len(tail) - len(want):] == want + tail
 
 
 def test_bf16_auto_follows_the_machine(monkeypatch, tmp_path):
-    from j1.cli.configs import DemoConfig
+    from j1.demo.spec import DemoSpec
 
     for native in (True, False):
         monkeypatch.setattr("j1.device.native_bf16", lambda native=native: native)
-        assert DemoConfig(minutes=5, out=str(tmp_path / "d")).train_bf16 is native
+        assert DemoSpec(minutes=5, out=str(tmp_path / "d")).train_bf16 is native
 
 
 def test_out_must_be_a_folder(tmp_path, capsys):
@@ -416,10 +416,10 @@ def test_make_demo_runs_a_valid_quick_demo():
     import shlex
 
     from j1.cli.common import parse
-    from j1.cli.configs import DemoConfig
-    from j1.judges import DEFAULT_JUDGE
+    from j1.demo.spec import DemoSpec
+    from j1.judging.judges import DEFAULT_JUDGE
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     (line,) = [ln for ln in makefile.splitlines() if "/j1 demo" in ln]
-    cfg = parse(DemoConfig, shlex.split(line.split("/j1 demo", 1)[1]), prog="j1 demo")
+    cfg = parse(DemoSpec, shlex.split(line.split("/j1 demo", 1)[1]), prog="j1 demo")
     assert (cfg.minutes, cfg.judge) == (0, DEFAULT_JUDGE) and cfg.heldout_pairs <= 40

@@ -1,7 +1,7 @@
 """Every tensor j1 makes is made on the device of what it serves (STYLE 18).
 
 CI has no GPU, so a tensor made on the CPU beside a CUDA model shows only on a GPU (as the minimum-length
-processor of ``j1.decode`` did: ``isin`` on a CPU tensor). These tests catch that class of bug on the
+processor of ``j1.backends.decode`` did: ``isin`` on a CPU tensor). These tests catch that class of bug on the
 CPU: ``FactoryWatch`` records every tensor factory (``torch.zeros``, ``torch.tensor``, ...) that code in
 ``src/j1`` calls without a ``device``, while each path runs on a tiny model; and the logits processors
 j1 builds are asked for the ``meta`` device and must hold nothing elsewhere.
@@ -17,7 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from j1 import decode, sharedprefix
+from j1.backends import decode, sharedprefix
 
 SRC = str(Path(__file__).resolve().parents[1] / "src" / "j1")
 FACTORIES = {torch.zeros, torch.ones, torch.full, torch.empty, torch.tensor, torch.as_tensor, torch.arange,
@@ -95,7 +95,7 @@ def test_logits_processors_sit_on_the_device_asked():
 def test_probe_and_local_backend_make_no_tensor_off_device(tiny):
     from j1.backends.base import SamplingParams
     from j1.backends.local import LocalBackend
-    from j1.probe import next_token_logprobs
+    from j1.probe.runner import next_token_logprobs
 
     model, tok = tiny
     backend = LocalBackend.from_model(model, tok)

@@ -81,7 +81,7 @@ def test_eval_reads_a_judge_folder_only(tmp_path, capsys):
 def test_evaluate_by_group_beside_j1_135m(tmp_path):
     """The whole evaluation on 1 pair a group, the shipped judge standing in for the returned one (two model
     loads and 12 judgments: ~1 minute on a loaded 2-core CPU)."""
-    from j1.judges import judge_folder
+    from j1.judging.judges import judge_folder
 
     result = T.evaluate({"returned": str(judge_folder("j1-135m")), "j1-135m": "j1-135m"}, tmp_path, 1)
     assert set(result["judges"]) == {"returned", "j1-135m"}

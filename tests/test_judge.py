@@ -6,7 +6,7 @@ import pytest
 
 from j1.backends import Completion
 from j1.formats import Parsed, Verdict, get_format
-from j1.judge import Sample, assemble, first_error, majority, mean_scores, to_sample
+from j1.judging.judge import Sample, assemble, first_error, majority, mean_scores, to_sample
 from j1.pairs import INCONSISTENT, combine_orders, orient
 
 A, B, TIE, INV = "A", "B", "tie", "invalid"

@@ -16,7 +16,7 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from j1.cli.main import main
-from j1.judges import SHIPPED_DIR, read_manifest, write_manifest
+from j1.judging.judges import SHIPPED_DIR, read_manifest, write_manifest
 
 CRITERIA = "Judge the security of the code only."
 REFERENCE = "Use a parameterised query."
@@ -145,7 +145,7 @@ def test_serve_v1_judge_and_get_reward_send_them_per_item(engine, judge_dir):
 def test_the_api_sends_them_and_warns_once_for_a_judge_never_trained_with_them(engine, judge_dir, caplog):
     import j1
 
-    caplog.set_level(logging.WARNING, logger="j1.judges")
+    caplog.set_level(logging.WARNING, logger="j1.judging.judges")
     with j1.load_judge(str(judge_dir), base_url=engine.base_url) as judge:
         judge.compare("q", "a", "b", criteria=CRITERIA, reference=REFERENCE)
         judge.compare_many([{"prompt": "q", "response_a": "a", "response_b": "b", "reference": "other"}],

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from j1.judges import (
+from j1.judging.judges import (
     DEFAULT_JUDGE,
     SHIPPED,
     SHIPPED_DIR,
@@ -163,7 +163,7 @@ def test_the_default_judge_ships_with_the_package():
 
 def test_the_manifest_records_the_inputs_a_judge_was_trained_with(tmp_path):
     """A manifest of j1 before schema 3 has no ``inputs``: its judge read none (j1 could not render them then)."""
-    from j1.judges import untrained_inputs, warn_untrained_inputs
+    from j1.judging.judges import untrained_inputs, warn_untrained_inputs
 
     m = trained_manifest(formulation="pav", template="full", prefill=None, max_new_tokens=8, base_model=None,
                          judge_dir=tmp_path, trained_by="j1 train", inputs=["reference"])

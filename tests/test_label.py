@@ -170,11 +170,11 @@ def test_a_local_pav_judge_gives_logodds_margins(tmp_path, monkeypatch):
     spec = LabelSpec(model="j1-135m", data=str(data), out=str(tmp_path / "run"), keep="all", max_new_tokens=6,
                      progress=False)
     assert spec.margin == "logodds"  # auto, for a local pav judge
-    import j1.judges
+    import j1.judging.judges
 
     loads = []
-    real_load = j1.judges.load_model
-    monkeypatch.setattr(j1.judges, "load_model", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    real_load = j1.judging.judges.load_model
+    monkeypatch.setattr(j1.judging.judges, "load_model", lambda *a, **k: loads.append(a) or real_load(*a, **k))
     counts = run_label(spec)
     assert counts["written"] == 4
     assert len(loads) == 1  # one judge for the verdicts and the log-odds

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from j1.eval.consistency_scoring import _pooled_rates
-from j1.judge import Sample, compare_means, majority, mean_score
+from j1.judging.judge import Sample, compare_means, majority, mean_score
 from j1.pairs import Verdict, flip_rate, flipped, plurality
 
 # The flip rule. Verdicts are already in original naming (A = the pair's first response), so an

@@ -1,4 +1,4 @@
-"""``j1.probe`` and ``j1 probe``: the statistics on hand-worked tables (verdict log-odds and pointwise
+"""``j1.probe.runner`` and ``j1 probe``: the statistics on hand-worked tables (verdict log-odds and pointwise
 expected scores), the forced texts, the readings on a tiny random model (batching, LoRA adapters), and
 the command end to end (pav on the tiny model, pos on the tiny model with a manifest and on the
 embedded base)."""
@@ -11,14 +11,13 @@ import math
 import pytest
 from train.tiny import write_pairs
 
-from j1.chat import render, with_prefill
 from j1.cli.main import main
 from j1.formats import get_format
+from j1.judging.chat import render, with_prefill
 from j1.pairs import shown
-from j1.probe import (
+from j1.probe.runner import (
     DEFAULT_POINT_THOUGHT,
     DEFAULT_THOUGHT,
-    answer_head,
     expected_scores,
     forced_texts,
     letter_ids,
@@ -28,11 +27,10 @@ from j1.probe import (
     probe_rows,
     score_rows,
     target_letter,
-    thought_of_prefill,
     verdict_logodds,
 )
-from j1.probe_spec import ProbeSpec
-from j1.probe_stats import (
+from j1.probe.spec import ProbeSpec
+from j1.probe.stats import (
     DIGITS,
     PairLogOdds,
     PairScores,
@@ -44,6 +42,7 @@ from j1.probe_stats import (
     summarise_by_kind,
     summarise_scores,
 )
+from j1.probe.texts import PROBE_FORMATS, answer_head, thought_of_prefill
 from j1.train.data import Pair
 
 # The prefill of the recipe's training run and of its eval: the probe must read this very context.
@@ -57,7 +56,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model):
-    from j1.probe import probe_model
+    from j1.probe.runner import probe_model
 
     return probe_model(str(tiny_model))
 
@@ -395,7 +394,7 @@ def test_an_adapter_is_applied_on_its_base(tiny_model, tmp_path):
     from transformers import AutoModelForCausalLM
 
     from j1.models import load_tokenizer
-    from j1.probe import probe_model
+    from j1.probe.runner import probe_model
 
     torch.manual_seed(1)
     base = AutoModelForCausalLM.from_pretrained(tiny_model)
@@ -469,7 +468,7 @@ def pos_judge(tiny_model, tmp_path):
     """The tiny model as a pos judge folder: its weights plus a manifest with the pos recipe's prefill."""
     import shutil
 
-    from j1.judges import Manifest, write_manifest
+    from j1.judging.judges import Manifest, write_manifest
 
     folder = tmp_path / "pos-judge"
     shutil.copytree(tiny_model, folder)
@@ -526,7 +525,7 @@ def test_probe_cli_pos_on_the_embedded_base(tmp_path, capsys):
 def test_probe_rows_show_a_pairs_criteria_and_reference():
     """A pair's own inputs are in both orders' prompts (pav) and in each response's (pos); j1 probe shows them with
     --use_reference only (run_probe strips them otherwise, as j1 eval does)."""
-    from j1.probe import score_rows
+    from j1.probe.runner import score_rows
 
     pair = Pair("p", "Q?", "good", "bad", "A", reference="good", criteria="Be exact.")
     for rows in (probe_rows([pair]), score_rows([pair])):
@@ -535,3 +534,10 @@ def test_probe_rows_show_a_pairs_criteria_and_reference():
     plain = probe_rows([Pair("p", "Q?", "good", "bad", "A")])
     assert not any("<reference-" in r.messages[1]["content"] for r in plain)
     assert ProbeSpec(data="x.jsonl").use_reference is False
+
+
+def test_probe_formats_are_the_probes():
+    # The spec checks --format against the leaf's list; the runner reads each format through PROBES.
+    from j1.probe.runner import PROBES
+
+    assert tuple(PROBES) == PROBE_FORMATS

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from j1.runinfo import RunFolder
+from j1.runs.runinfo import RunFolder
 
 KEYS = {"command", "argv", "config", "versions", "git", "started", "seconds"}
 
@@ -66,3 +66,13 @@ def test_a_folder_with_results_needs_resume(tmp_path):
     folder.result.write_text('{"id": "x"}\n', encoding="utf-8")
     with pytest.raises(FileExistsError, match="pass --resume"):
         folder.check_resume({}, resume=False)
+
+
+def test_run_json_is_read_through_run_folder(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        RunFolder.read(tmp_path)
+    (tmp_path / "run.json").write_text('{"command": "eval",\n "config": }', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"run.json: not valid JSON \(line 2: Expecting value\)"):
+        RunFolder.read(tmp_path)
+    (tmp_path / "run.json").write_text('{"command": "eval", "config": {"seed": 3}}', encoding="utf-8")
+    assert RunFolder.read(tmp_path) == {"command": "eval", "config": {"seed": 3}}

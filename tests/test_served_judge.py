@@ -13,7 +13,7 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from j1.cli.main import main
-from j1.judges import SHIPPED_DIR, read_manifest, write_manifest
+from j1.judging.judges import SHIPPED_DIR, read_manifest, write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 HELDOUT = REPO / "src/j1/assets/data/heldout_mismatch.jsonl"
@@ -151,14 +151,14 @@ def test_serve_keeps_the_manifest_of_a_served_judge(engine, judge_dir):
 
 
 def test_judge_without_base_url_is_the_local_model(judge_dir):
-    from j1.cli.configs import JudgeConfig
+    from j1.judging.spec import JudgeSpec
 
-    cfg = JudgeConfig(judge="j1-135m", prompt="q", response_a="a", response_b="b")
+    cfg = JudgeSpec(judge="j1-135m", prompt="q", response_a="a", response_b="b")
     assert cfg.model == "j1-135m" and cfg.template == "digest"
     with pytest.raises(ValueError, match="--model and --judge both name the judge"):
-        JudgeConfig(judge="j1-135m", model="smollm2-135m", prompt="q", response_a="a", response_b="b")
+        JudgeSpec(judge="j1-135m", model="smollm2-135m", prompt="q", response_a="a", response_b="b")
     with pytest.raises(ValueError, match="not a shipped judge"):
-        JudgeConfig(judge=str(judge_dir / "missing"), prompt="q", response_a="a", response_b="b")
+        JudgeSpec(judge=str(judge_dir / "missing"), prompt="q", response_a="a", response_b="b")
 
 
 def test_an_item_the_engine_refuses_as_too_long_is_that_items_error(judge_dir):

@@ -1,4 +1,4 @@
-"""What ``torch.compile`` costs and gives on ``j1.decode``'s step, on this CPU.
+"""What ``torch.compile`` costs and gives on ``j1.backends.decode``'s step, on this CPU.
 
     OMP_NUM_THREADS=2 timeout 3600 .venv/bin/python results/bench/compile_decode.py --threads 2
 
@@ -25,13 +25,13 @@ def main() -> None:
     import torch
     from bench_judge import load_prompts
 
-    import j1.decode as decode
+    import j1.backends.decode as decode
     from j1.backends import SamplingParams
     from j1.backends.local import LocalBackend
 
     torch.set_num_threads(args.threads)
     prompts = load_prompts(2)
-    backend = LocalBackend(None, max_batch_rows=32, dtype="float32")
+    backend = LocalBackend(None, batch_rows=32, dtype="float32")
     backend.model.generation_config.min_new_tokens = 48  # equal work: the stop is held back
 
     def seconds(new_tokens: int, batch=prompts, samples: int = 8) -> float:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 # (phase, markers): the first phase with a marker in the stack takes the sample.
 PHASES = (
-    ("generation (j1.decode, the rollouts)", ("j1/decode.py", "_generate (")),
+    ("generation (j1.backends.decode, the rollouts)", ("j1/backends/decode.py", "_generate (")),
     ("loss backward", ("backward",)),
     ("loss forward: prompts (encoded once each)", ("prefix_cache",)),
     ("loss forward: completions and LM head", ("compute_loss", "_get_per_token_logps")),

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from j1.formats import get_format
-from j1.judge import to_sample
+from j1.judging.judge import to_sample
 
 
 def verdicts(run: Path) -> dict[tuple[str, str], str]:

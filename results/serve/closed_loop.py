@@ -81,10 +81,10 @@ def main() -> None:
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from j1.atomic import write_json_atomic
     from j1.integrations.trl import JudgeReward
     from j1.models import load_tokenizer, resolve_model
-    from j1.runinfo import RunFolder
+    from j1.runs.atomic import write_json_atomic
+    from j1.runs.runinfo import RunFolder
 
     started = time.time()
     args.out.mkdir(parents=True, exist_ok=True)

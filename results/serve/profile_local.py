@@ -33,7 +33,7 @@ def main() -> None:
     from transformers import DynamicCache
 
     from j1.api import load_judge
-    from j1.chat import with_prefill
+    from j1.judging.chat import with_prefill
     from j1.pairs import render_both
 
     torch.set_num_threads(args.threads)

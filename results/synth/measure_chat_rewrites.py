@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="JSONL of every candidate (optional)")
     args = ap.parse_args()
     pairs = read_pairs(args.pairs)[: args.prompts]
-    backend = make_backend(None, max_batch_rows=32)
+    backend = make_backend(None, batch_rows=32)
     embedder = filters.Embedder()
     bands = filters.Bands()
     params = SamplingParams(n=args.samples, temperature=0.8, top_p=0.95, max_new_tokens=args.max_new_tokens, seed=0)

@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="JSONL of every sample (optional)")
     args = ap.parse_args()
     problems = load_math_problems(args.source, limit=args.problems)
-    backend = make_backend(None, max_batch_rows=32)
+    backend = make_backend(None, batch_rows=32)
     params = SamplingParams(n=args.samples, temperature=0.8, top_p=0.95, max_new_tokens=args.max_new_tokens, seed=0)
     fh = open(args.out, "w") if args.out else None
     for name in args.variants.split(","):

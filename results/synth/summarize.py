@@ -14,8 +14,8 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from j1.atomic import write_json_atomic
 from j1.data.filters import words
+from j1.runs.atomic import write_json_atomic
 from j1.schema import iter_jsonl
 
 OUT = Path("results/synth")

@@ -6,7 +6,7 @@ thought length and step time, the table README.md gives for a run.
 
 import sys
 
-from j1.demo_report import curve_points
+from j1.demo.report import curve_points
 from j1.schema import iter_jsonl
 
 COLUMNS = [

@@ -17,8 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from j1.atomic import write_jsonl_atomic
 from j1.data.sources import chat_prompt, pair_id
+from j1.runs.atomic import write_jsonl_atomic
 from j1.schema import read_pairs
 
 

@@ -30,7 +30,7 @@ def mean_logprob(model, tokenizer, request: str, response: str, max_tokens: int 
 
 
 def main() -> None:
-    from j1.probe import probe_model
+    from j1.probe.runner import probe_model
     from j1.train.data import load_pairs
 
     model, tokenizer = probe_model("smollm2-135m")  # the embedded base, fp32, as j1 probe loads a judge

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from j1.demo_report import curve_points  # noqa: E402
+from j1.demo.report import curve_points  # noqa: E402
 from j1.schema import iter_jsonl  # noqa: E402
 
 SERIES = [

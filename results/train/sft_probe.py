@@ -1,7 +1,7 @@
 """Learnability check: can the judge learn the content of the pairs at all, *with* labels?
 
 A diagnostic for the RL runs, not a trainer of the product: it fine-tunes the verdict letter alone
-(cross-entropy on ``A``/``B`` after the forced thought of ``j1 probe``, ``j1.probe``: generic, or quoting
+(cross-entropy on ``A``/``B`` after the forced thought of ``j1 probe``, ``j1.probe.runner``: generic, or quoting
 the parts with ``--quote-words``) on the
 training pairs in both orders, and reads the bias-free content margin on the held-out pairs every
 ``--eval-every`` steps. GRPO on verdicts is, per update, a noisier version of this signal (an
@@ -28,7 +28,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM
 
     from j1.models import load_tokenizer, resolve_model
-    from j1.probe import (
+    from j1.probe.runner import (
         forced_texts,
         letter_ids,
         pair_logodds,
@@ -79,7 +79,7 @@ def main() -> None:
     train_pairs, held_pairs = load_pairs(args.train), load_pairs(args.heldout)
 
     def units(pairs):
-        """Both orders of each pair (``j1.probe.ProbeRow``, AB then BA) whose judge prompts, without the
+        """Both orders of each pair (``j1.probe.runner.ProbeRow``, AB then BA) whose judge prompts, without the
         forced answer start, fit ``--max-prompt-tokens``."""
         rows = probe_rows(pairs, template=args.template, quote_words=args.quote_words)
         out = []
@@ -145,7 +145,7 @@ def save_judge(model, out: Path, step: int) -> None:
     prefill, generation defaults, base) without its metrics, since this adapter is asked the same way."""
     import dataclasses
 
-    from j1.judges import manifest_for, write_manifest
+    from j1.judging.judges import manifest_for, write_manifest
 
     model.save_pretrained(str(out))
     write_manifest(out, dataclasses.replace(manifest_for("j1-135m"), metrics={}, name=f"{out.parent.name}-{out.name}",

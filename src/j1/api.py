@@ -2,7 +2,7 @@
 
 ``load_judge`` resolves a judge the way the CLI does (a shipped name, a folder whose ``judge.json``
 sets the format, wording, prefill and lengths, a Hugging Face id, or a model on an OpenAI-compatible
-server) and ``Judge`` asks it through the same code as ``j1 judge`` (``j1.judge``), so the same
+server) and ``Judge`` asks it through the same code as ``j1 judge`` (``j1.judging.judge``), so the same
 inputs and seed give the same verdicts.
 
 >>> from j1 import load_judge                                        # doctest: +SKIP
@@ -18,16 +18,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from j1.backends import Backend, SamplingParams, make_backend
-from j1.chat import with_prefill
 from j1.formats import JudgeFormat, get_format
 from j1.formats.base import INPUTS, Guidance, Prompt, request_text
-from j1.judge import Judgment, judge_pairs, judging, mean_score, to_sample
-from j1.judges import DEFAULT_JUDGE, Manifest, apply_manifest, warn_untrained_inputs
+from j1.judging.chat import with_prefill
+from j1.judging.judge import Judgment, judge_pairs, judging, mean_score, to_sample
+from j1.judging.judges import DEFAULT_JUDGE, Manifest, apply_manifest, warn_untrained_inputs
 
 # Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
 JUDGING_KEYS = Manifest.DEFAULTS
 SAMPLING_KEYS = ("top_p", "seed")
-LOCAL_KEYS = ("max_batch_rows", "max_batch_tokens", "dtype", "device")
+LOCAL_KEYS = ("batch_rows", "max_batch_tokens", "dtype", "device")
 HTTP_KEYS = ("concurrency", "timeout", "max_retries", "endpoint")
 BOTH_KEYS = ("max_context",)  # a local judge's context, or the engine's
 
@@ -50,8 +50,8 @@ class _Settings:
 class Judge:
     """A loaded judge: ``compare`` two responses in both orders, or ``score`` one (pointwise).
 
-    Results are ``j1.judge.Judgment`` objects (``compare``) and ``{"score", "samples"}`` dicts
-    (``score``), the objects ``j1 judge`` prints; ``j1.judge.to_json`` gives its ``--json`` dict. Use as a
+    Results are ``j1.judging.judge.Judgment`` objects (``compare``) and ``{"score", "samples"}`` dicts
+    (``score``), the objects ``j1 judge`` prints; ``j1.judging.judge.to_json`` gives its ``--json`` dict. Use as a
     context manager, or call ``close`` to free the model or HTTP pool.
 
     Every call takes ``criteria`` (what to judge by: free text, or ``j1.formats.templates.rubric_text`` of a
@@ -127,7 +127,7 @@ class Judge:
         return out
 
     def _warn(self, guides: Sequence[Guidance]) -> None:
-        """Warn once per input this judge was not trained to read (``j1.judges.warn_untrained_inputs``)."""
+        """Warn once per input this judge was not trained to read (``j1.judging.judges.warn_untrained_inputs``)."""
         warn_untrained_inputs(self.manifest, {i for g in guides for i in g.inputs}, self._warned, self.name)
 
     def label(self, rows: Sequence[dict], keep: str = "consistent", samples: int | None = None) -> list[dict]:
@@ -156,7 +156,7 @@ class Judge:
         if not hasattr(backend, "engine"):
             return None
         return {"device": str(backend.device), "dtype": backend.dtype, "engine": backend.engine,
-                "batch_rows": backend.max_batch_rows}
+                "batch_rows": backend.batch_rows}
 
     def _check_pointwise(self) -> None:
         if self.format.pairwise:
@@ -223,7 +223,7 @@ def _names_judge(ref: str) -> bool:
     """Whether ``ref`` names a judge j1 made (a shipped name, a folder or file with its manifest, a GGUF)."""
     from pathlib import Path
 
-    from j1.judges import MANIFEST, SHIPPED
+    from j1.judging.judges import MANIFEST, SHIPPED
 
     path = Path(ref).expanduser()
     return ref in SHIPPED or ref.endswith(".gguf") and path.is_file() or (path / MANIFEST).is_file() \
@@ -246,7 +246,7 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
         served_name: with ``base_url`` and a judge j1 made, the engine's name for it when not the manifest's.
         overrides: judging settings (format, template, assistant_prefill, max_new_tokens,
             temperature, samples; unset ones come from the manifest, else j1 judge's defaults),
-            top_p and seed, and backend settings: local max_batch_rows, max_batch_tokens, dtype,
+            top_p and seed, and backend settings: local batch_rows, max_batch_tokens, dtype,
             device; HTTP concurrency, timeout, max_retries, endpoint (``j1 judge --endpoint``); both
             max_context (the local judge's, or the engine's).
 
@@ -261,8 +261,10 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
     >>> judge.compare("2+2?", "4", "5").verdict                       # doctest: +SKIP
     'A'
     """
-    from j1.judges import PLAIN_DEFAULTS
+    from j1.judging.judges import PLAIN_DEFAULTS
 
+    if "max_batch_rows" in overrides:  # the setting's former name here; --batch_rows everywhere else
+        overrides["batch_rows"] = overrides.pop("max_batch_rows")
     known = (*JUDGING_KEYS, *SAMPLING_KEYS, *LOCAL_KEYS, *HTTP_KEYS, *BOTH_KEYS)
     for key in overrides:
         if key not in known:
@@ -286,7 +288,7 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
                             seed=overrides.get("seed", 0))
     backend_kw = {k: overrides[k] for k in (*(HTTP_KEYS if base_url else LOCAL_KEYS), *BOTH_KEYS) if k in overrides}
     if judge is not None:  # the engine is asked for the judge's name, its prompt rendered as it was trained
-        from j1.judges import served_judge
+        from j1.judging.judges import served_judge
 
         model, served = served_judge(judge, served_name, backend_kw.get("endpoint", "auto"))
         backend_kw.update(served)

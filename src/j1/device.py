@@ -2,7 +2,7 @@
 
 A speed-up is on by default only on the device where it was measured faster (results/bench for
 the CPU, bench/gpu_check.sh for a GPU). On a CPU a step is compute-bound, so work saved is time
-saved: the shared-prompt encoding (one prompt pass for G rollouts) and ``j1.decode`` win there. On
+saved: the shared-prompt encoding (one prompt pass for G rollouts) and ``j1.backends.decode`` win there. On
 a GPU at small shapes a step is launch-bound: both add kernels and host syncs, and were measured
 slower than TRL's own passes and ``generate``. The choice is made once, when a command's config is
 built, and written to its ``run.json``.
@@ -57,7 +57,7 @@ def share_prompt(setting, device) -> bool:
 
 
 def fast_decode(device) -> bool:
-    """Whether ``j1.decode`` runs generation on this device (else ``generate``): on the CPU only, where
+    """Whether ``j1.backends.decode`` runs generation on this device (else ``generate``): on the CPU only, where
     it was measured faster than ``generate``; on a GPU its per-token host syncs lose to ``generate``.
 
     >>> fast_decode("cpu"), fast_decode("cuda")
@@ -107,12 +107,12 @@ def local_dtype(setting: str, device, *, bf16_supported: bool | None = None) -> 
     return "bfloat16" if bf16_supported else "float32"
 
 
-def batch_rows(setting: int | None, device) -> int:
+def rows_per_batch(setting: int | None, device) -> int:
     """Most sequences (prompts x samples) a local judge decodes together. Unset: 32 on a CPU (a
     judgment is compute-bound there; more rows only add padding), 256 on a GPU (a decode step costs
     about the same for 1 or 256 rows, so rows are throughput).
 
-    >>> batch_rows(None, "cpu"), batch_rows(None, "cuda"), batch_rows(8, "cuda")
+    >>> rows_per_batch(None, "cpu"), rows_per_batch(None, "cuda"), rows_per_batch(8, "cuda")
     (32, 256, 8)
     """
     if setting is not None:

@@ -33,18 +33,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from j1.atomic import write_jsonl_atomic
 from j1.backends import Backend, build_backend
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.data.pairs_io import row_inputs
 from j1.eval.items import Item, input_counts, item_prompts, pair_slot
 from j1.formats import get_format, require_arity
-from j1.judge import assemble
-from j1.judge_spec import CriteriaArgs, JudgeArgs
-from j1.judges import warn_untrained_inputs
+from j1.judging.judge import assemble
+from j1.judging.judges import warn_untrained_inputs
+from j1.judging.spec import CriteriaArgs, JudgeArgs
 from j1.pairs import ORDERS, Verdict, combine_orders, swap
 from j1.rewards.group import win_rates
-from j1.run_spec import RunArgs
+from j1.runs.atomic import write_jsonl_atomic
+from j1.runs.spec import RunArgs
 from j1.schema import RowError, read_json_rows, require
 
 log = logging.getLogger(__name__)
@@ -290,10 +290,10 @@ def _outcome(record: dict | None, dropped: str | None) -> dict:
 def logodds_margins(cfg: LabelSpec, records: Sequence[dict], backend: Backend | None = None,
                     guides: dict | None = None) -> list[float]:
     """Each record's chosen-over-rejected verdict log-odds from the local judge ``cfg.model``, as ``j1 probe``
-    reads them (``j1.probe.pair_margins``), with its row's criteria and reference (``guides``, by row id): from
-    ``backend``'s model when it is the local judge (loaded once, in the dtype it judged in), else from the judge
-    loaded for the probe."""
-    from j1.probe import pair_margins, probe_model
+    reads them (``j1.probe.runner.pair_margins``), with its row's criteria and reference (``guides``, by row
+    id): from ``backend``'s model when it is the local judge (loaded once, in the dtype it judged in), else from
+    the judge loaded for the probe."""
+    from j1.probe.runner import pair_margins, probe_model
 
     if backend is not None and hasattr(backend, "model"):
         model, tokenizer = backend.model, backend.tokenizer

@@ -1,5 +1,6 @@
-"""A pair judged in both orders: the one home of the order type, the verdict vocabulary, rendering
-both orders, mapping a parsed output back to the original labels, and comparing two scores.
+"""A pair judged in both orders: the one home of the order type, rendering both orders, mapping a parsed
+output back to the original labels, and comparing two scores. The verdict vocabulary (``Verdict``,
+``Parsed``) lives in the leaf ``j1.formats.verdict`` and is handed on here.
 
 Naming. A pair holds two responses in a fixed *original* placement, ``A`` and ``B``. A pairwise
 prompt shows them in an *order*: ``AB`` shows A first, ``BA`` shows B first. Parsers report what
@@ -14,49 +15,12 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from j1.formats.verdict import Parsed, Verdict
 
 if TYPE_CHECKING:  # formats import this module; only the type is needed here
     from j1.formats.base import Guidance, JudgeFormat, Messages
-
-
-class Verdict(enum.StrEnum):
-    """What a judgment says. Every parser maps every string to exactly one of its format's verdicts:
-    a shown position (A, B; C and D only in the four-way format, ``JudgeFormat.positions``), tie or
-    invalid. ``inconsistent`` is never parsed: it is the verdict of a pair whose two orders disagree
-    (``combine_orders``)."""
-
-    A = "A"
-    B = "B"
-    C = "C"
-    D = "D"
-    TIE = "tie"
-    INVALID = "invalid"
-    INCONSISTENT = "inconsistent"
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """One parsed completion, in the positions *as shown* to the judge.
-
-    Attributes:
-        verdict: A, B, tie or invalid (four-way: the pick, A to D, or invalid). For the pointwise
-            format a valid parse is ``A`` (the single response, shown as A) and the score is in
-            ``scores["A"]``.
-        scores: ``{"A": x, "B": y}`` (pairwise score formats) or ``{"A": x}`` (pointwise), else None.
-        thought: the text inside the think block, None when there is none.
-        error: why the text is invalid (None when valid); for logs and error analysis.
-    """
-
-    verdict: Verdict
-    scores: dict[str, float] | None = None
-    thought: str | None = None
-    error: str | None = field(default=None, compare=False)
-
-    @property
-    def valid(self) -> bool:
-        return self.verdict is not Verdict.INVALID
 
 
 class Order(enum.StrEnum):
@@ -198,7 +162,7 @@ INCONSISTENT = Verdict.INCONSISTENT.value
 def plurality(votes: Iterable[str], *, shared: str = Verdict.TIE.value) -> str:
     """The one vote rule: the most frequent valid vote, ``invalid`` votes left out; ``invalid`` when no
     vote is valid, and ``shared`` when the top count is shared. A pairwise judge's samples
-    (``j1.judge.majority``) or PandaLM's annotators split evenly are a tie; RewardBench 2's four-way
+    (``j1.judging.judge.majority``) or PandaLM's annotators split evenly are a tie; RewardBench 2's four-way
     scoring has no tie, so it passes ``shared="invalid"`` (its official rule: no credit).
 
     >>> plurality(["A", "A", "B", "invalid"]), plurality(["A", "B"]), plurality(["invalid"])

@@ -1,4 +1,4 @@
-"""Record types and the only JSONL reader in j1 (``j1.atomic`` writes the files).
+"""Record types and the only JSONL reader in j1 (``j1.runs.atomic`` writes the files).
 
 Every artefact line carries ``schema_version``. Readers validate line by line and raise
 ``ValueError("path:lineno: ...")`` naming the field, so a malformed row is found at once. A crash

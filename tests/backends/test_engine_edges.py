@@ -10,9 +10,9 @@ from fake_openai import FakeOpenAIServer
 from j1.backends import BackendError, ContextTooLong, SamplingParams
 from j1.backends import openai_http as http
 from j1.backends.openai_http import OpenAIBackend
-from j1.chat import render, with_prefill
 from j1.formats import get_format
-from j1.judge import judging, to_sample
+from j1.judging.chat import render, with_prefill
+from j1.judging.judge import judging, to_sample
 
 MSG = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]
 PAV = get_format("pav")

@@ -42,7 +42,7 @@ def test_finish_reason_and_tokens(embedded_backend: LocalBackend):
 
 
 def test_batches_respect_limits(embedded_backend: LocalBackend):
-    b = LocalBackend.from_model(embedded_backend.model, embedded_backend.tokenizer, max_batch_rows=8)
+    b = LocalBackend.from_model(embedded_backend.model, embedded_backend.tokenizer, batch_rows=8)
     batches = b._batches([5, 50, 7, 48, 6], n=4)  # 8 rows / 4 samples = 2 prompts per batch
     assert sorted(i for batch in batches for i in batch) == [0, 1, 2, 3, 4]
     assert all(len(batch) <= 2 for batch in batches)
@@ -78,7 +78,7 @@ def test_a_prefill_is_continued_and_returned_whole(embedded_backend: LocalBacken
 
 def test_the_gpu_engine_gives_the_cpu_engines_greedy_answers(embedded_fp32: LocalBackend, monkeypatch):
     """On a GPU the backend decodes with generate and a static cache (j1.device.fast_decode); forced
-    here on the CPU, its greedy answers are j1.decode's, token for token (fp32)."""
+    here on the CPU, its greedy answers are j1.backends.decode's, token for token (fp32)."""
     import j1.device
 
     embedded_backend = embedded_fp32
@@ -97,19 +97,19 @@ def test_the_device_sets_dtype_and_batch_rows(embedded_backend: LocalBackend):
     from j1.device import cpu_native_bf16
 
     want = "bfloat16" if cpu_native_bf16() else "float32"
-    assert (embedded_backend.dtype, embedded_backend.max_batch_rows) == (want, 32)
+    assert (embedded_backend.dtype, embedded_backend.batch_rows) == (want, 32)
 
 
 @pytest.mark.parametrize("engine", ["j1.decode", "generate (static cache)"])
 def test_rows_stop_at_their_answer_and_the_texts_are_the_same(embedded_fp32: LocalBackend, engine, monkeypatch):
-    """A judge's rows stop at their answer's closing tag (SamplingParams.stop, as j1.judge.judging sets it):
+    """A judge's rows stop at their answer's closing tag (SamplingParams.stop, as j1.judging.judge.judging sets it):
     fewer tokens decoded, the same texts, finish reasons and token counts as decoding on to the limit."""
     import dataclasses
 
     import j1.device
-    from j1.chat import with_prefill
     from j1.formats import get_format
-    from j1.judge import judging
+    from j1.judging.chat import with_prefill
+    from j1.judging.judge import judging
     from j1.pairs import render_both
 
     embedded_backend = embedded_fp32
@@ -144,7 +144,7 @@ def test_rows_stop_at_their_answer_and_the_texts_are_the_same(embedded_fp32: Loc
 def test_answer_ends_complete_a_row_at_the_token_that_closes_its_answer(embedded_backend, head, pieces, want):
     from j1.backends.local import AnswerEnds
     from j1.formats import get_format
-    from j1.judge import judging
+    from j1.judging.judge import judging
 
     tok = embedded_backend.tokenizer
     tokens = [tok(p, add_special_tokens=False).input_ids for p in pieces]

@@ -256,12 +256,12 @@ def test_unknown_key_names_the_closest(workdir, capsys):
 
 def test_a_config_file_still_works_with_flags_over_it(workdir):
     from j1.cli.common import parse
-    from j1.cli.configs import JudgeConfig
+    from j1.judging.spec import JudgeSpec
 
     (workdir / "judge.yaml").write_text("prompt: from yaml\nresponse_a: a\nresponse_b: b\nmax_new_tokens: 7\n")
-    cfg = parse(JudgeConfig, ["--config", "judge.yaml", "--max_new_tokens", "9"], prog="j1 judge")
+    cfg = parse(JudgeSpec, ["--config", "judge.yaml", "--max_new_tokens", "9"], prog="j1 judge")
     assert (cfg.prompt, cfg.max_new_tokens) == ("from yaml", 9)
-    cfg = parse(JudgeConfig, ["--config=judge.yaml"], prog="j1 judge")
+    cfg = parse(JudgeSpec, ["--config=judge.yaml"], prog="j1 judge")
     assert cfg.max_new_tokens == 7
 
 
@@ -280,20 +280,20 @@ def test_an_uncached_hub_id_fails_fast_offline(tmp_path):
 
 
 def test_an_unreachable_hub_fails_fast(monkeypatch):
-    from j1.cli import common
+    from j1 import hub
 
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")  # nothing listens
     started = time.monotonic()
     with pytest.raises(ValueError, match=r"--model nobody/no-such-model: .* http://127\.0\.0\.1:9 cannot be reached"):
-        common.check_hub_model("nobody/no-such-model")
-    assert time.monotonic() - started < common.HUB_CONNECT_TIMEOUT_S + 1
+        hub.check_hub_model("nobody/no-such-model")
+    assert time.monotonic() - started < hub.HUB_CONNECT_TIMEOUT_S + 1
     for fine in (None, "smollm2-135m", "j1-135m", "./some/folder", "/abs/path"):
-        common.check_hub_model(fine)  # shipped, embedded and path-like names are not hub ids
+        hub.check_hub_model(fine)  # shipped, embedded and path-like names are not hub ids
 
 
 def test_files_of_a_run_share_one_mode(tmp_path):
-    from j1.atomic import JsonlAppender, new_file_mode, write_json_atomic, write_text_atomic
+    from j1.runs.atomic import JsonlAppender, new_file_mode, write_json_atomic, write_text_atomic
 
     old = os.umask(0o022)
     try:

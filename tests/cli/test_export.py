@@ -121,7 +121,7 @@ def trained_checkpoint(tiny_model, tmp_path_factory):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from j1.judges import trained_manifest, write_manifest
+    from j1.judging.judges import trained_manifest, write_manifest
 
     run = tmp_path_factory.mktemp("train-run")
     folder = run / "checkpoint-3"
@@ -148,7 +148,7 @@ def _judge(model, capsys) -> list[tuple[str, str]]:
 def test_export_judge_gives_the_same_verdicts(trained_checkpoint, tmp_path, capsys, one_torch_thread):
     from transformers import AutoModelForCausalLM
 
-    from j1.judges import read_manifest
+    from j1.judging.judges import read_manifest
 
     source = _judge(trained_checkpoint, capsys)
     adapter, merged = tmp_path / "adapter", tmp_path / "shipped" / "merged"

@@ -12,7 +12,7 @@ from j1.backends import Completion
 from j1.cli.judge_cmd import render_text
 from j1.cli.main import main
 from j1.formats import get_format
-from j1.judge import assemble, low_confidence, to_sample
+from j1.judging.judge import assemble, low_confidence, to_sample
 
 J1 = [sys.executable, "-m", "j1.cli.main"]
 PAIR = ["--prompt", "What is the capital of Australia?", "--response-a", "Canberra.", "--response-b", "Sydney."]
@@ -46,7 +46,7 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFL
 def test_judge_defaults_to_the_shipped_judge_offline(tmp_path):
     """The shipped judge j1-135m on a fresh machine (an empty j1 cache, no network), with no flag but the
     pair: the base is converted from the embedded GGUF, and the manifest's wording, prefill and length apply."""
-    from j1.judges import DEFAULT_JUDGE, manifest_for
+    from j1.judging.judges import DEFAULT_JUDGE, manifest_for
 
     manifest = manifest_for(DEFAULT_JUDGE)
     proc = run_cli(["judge", *PAIR, "--json"], env_extra={**OFFLINE, "J1_CACHE": str(tmp_path / "cache")})

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from j1.atomic import dumps
 from j1.cli.main import main
 from j1.data.mix import both_orders, parse_input, split_by_prompt
 from j1.pairs import shown_label
+from j1.runs.atomic import dumps
 from j1.schema import PairRecord, RowError, read_train_rows
 
 

@@ -188,7 +188,7 @@ def test_probe_takes_a_plain_file(tiny_model, tmp_path, capsys):
 def test_criteria_and_reference_travel_with_the_pair(tmp_path):
     """A pair row's criteria (text, or a rubric object written out) and reference are read by the one loader, kept
     by j1's pair records and their mix rows, and left out of a record that has none (files read as before)."""
-    from j1.atomic import plain
+    from j1.runs.atomic import plain
     from j1.schema import both_orders, read_pairs
 
     rubric = {"criteria": "Exact?", "levels": [{"score": 10, "description": "Exact."}]}

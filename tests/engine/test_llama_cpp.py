@@ -35,7 +35,7 @@ def _verdicts(run: Path) -> dict[tuple[str, str], str]:
 
 def _slot_verdicts(row: dict):
     from j1.formats import get_format
-    from j1.judge import to_sample
+    from j1.judging.judge import to_sample
 
     fmt = get_format("pav")
     for text in row.get("texts") or [None]:
@@ -47,9 +47,9 @@ def test_llama_cpp_reads_the_tokens_j1_reads(judge_gguf):
     prompt into the token ids the local judge reads."""
     from llama_cpp import Llama
 
-    from j1.chat import render, with_prefill
     from j1.formats import get_format
-    from j1.judges import manifest_for
+    from j1.judging.chat import render, with_prefill
+    from j1.judging.judges import manifest_for
     from j1.models import embedded_model_dir, load_tokenizer
     from j1.pairs import render_both
 

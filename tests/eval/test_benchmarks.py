@@ -166,12 +166,12 @@ def test_a_missing_split_names_those_there_are(tmp_path):
 
 def test_one_split_flag_and_the_old_one_hidden(capsys):
     from j1.cli.common import parse
-    from j1.cli.configs import EvalConfig
     from j1.cli.main import main
+    from j1.eval.spec import EvalSpec
 
     base = ["--benchmark", "judgebench", "--data", "ScalerLab/JudgeBench", "--out", "o"]
-    assert parse(EvalConfig, [*base, "--hf_split", "claude"], prog="j1 eval").hf_split == "claude"
-    assert parse(EvalConfig, [*base, "--hf-split", "claude"], prog="j1 eval").hf_split == "claude"
+    assert parse(EvalSpec, [*base, "--hf_split", "claude"], prog="j1 eval").hf_split == "claude"
+    assert parse(EvalSpec, [*base, "--hf-split", "claude"], prog="j1 eval").hf_split == "claude"
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     text = capsys.readouterr().out

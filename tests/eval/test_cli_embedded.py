@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from j1.cli.common import parse
-from j1.cli.configs import EvalConfig
 from j1.eval.runner import run_eval
+from j1.eval.spec import EvalSpec
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "fixtures" / "eval"
@@ -45,7 +45,7 @@ def test_cli_eval_then_score_on_the_embedded_model(tmp_path):
 
 
 def test_pointwise_run_on_the_shared_local_backend(tmp_path, embedded_backend):
-    cfg = parse(EvalConfig, ["--benchmark", "rmbench", "--data", str(FIX / "rmbench.json"), "--format", "pos",
+    cfg = parse(EvalSpec, ["--benchmark", "rmbench", "--data", str(FIX / "rmbench.json"), "--format", "pos",
                              "--limit", "1", "--max-new-tokens", "16", "--out", str(tmp_path / "rm"),
                              "--progress", "false"], prog="j1 eval")
     m = run_eval(cfg, backend=embedded_backend)

@@ -12,8 +12,9 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from j1.cli.main import main
-from j1.eval.consistency_run import SHIPPED_SETS, load_response_sets
+from j1.eval.consistency_run import load_response_sets
 from j1.eval.scoring import read_judgments
+from j1.eval.spec import SHIPPED_SETS
 from j1.schema import RowError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -59,9 +59,9 @@ def test_local_stream_reports_each_step_and_each_prompt_as_it_ends(embedded_back
 
 
 def test_judge_stream_moves_the_bar_by_tokens_before_the_batch_ends(embedded_backend, tmp_path, monkeypatch):
-    from j1.atomic import JsonlAppender
     from j1.eval import runner
     from j1.eval.items import Item
+    from j1.runs.atomic import JsonlAppender
 
     out_path = tmp_path / "judgments.jsonl"
     bars = []

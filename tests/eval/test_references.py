@@ -98,18 +98,18 @@ def test_mtbench_a_missing_reference_is_named(mtbench, tmp_path):
 
 
 def test_use_reference_follows_the_official_judge_unless_given(mtbench, tmp_path):
-    from j1.cli.configs import EvalConfig
+    from j1.eval.spec import EvalSpec
 
     data, refs = mtbench
     common = dict(data=str(data), out=str(tmp_path / "o"))
-    assert EvalConfig(benchmark="mtbench_human", references=str(refs), **common).use_reference is True
-    assert EvalConfig(benchmark="ppe", **common).use_reference is False
-    assert EvalConfig(benchmark="generic", **common).use_reference is False
-    assert EvalConfig(benchmark="mtbench_human", use_reference=False, **common).use_reference is False
+    assert EvalSpec(benchmark="mtbench_human", references=str(refs), **common).use_reference is True
+    assert EvalSpec(benchmark="ppe", **common).use_reference is False
+    assert EvalSpec(benchmark="generic", **common).use_reference is False
+    assert EvalSpec(benchmark="mtbench_human", use_reference=False, **common).use_reference is False
     with pytest.raises(ValueError, match="pass --references FILE"):
-        EvalConfig(benchmark="mtbench_human", **common)
+        EvalSpec(benchmark="mtbench_human", **common)
     with pytest.raises(ValueError, match="reads no reference file"):
-        EvalConfig(benchmark="ppe", references=str(refs), **common)
+        EvalSpec(benchmark="ppe", references=str(refs), **common)
 
 
 def test_eval_dry_run_counts_what_is_sent(mtbench, capsys, tmp_path):

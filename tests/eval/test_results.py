@@ -242,7 +242,7 @@ def test_the_reader_names_a_bad_line(tmp_path):
     good = ResultRecord(command="eval", index=0, id="x", category="c", source=None, prompt="p",
                         responses=[{"name": "A", "text": "a"}], label="A", judgments=[], pairs=[], accuracy=None,
                         consistent=None, flipped=None, complete=False)
-    from j1.atomic import dumps
+    from j1.runs.atomic import dumps
 
     path = tmp_path / "results.jsonl"
     path.write_text(dumps(good) + "\n")

@@ -295,7 +295,7 @@ def test_config_errors(tmp_path, capsys, args, message):
 
 def test_example_configs_parse():
     from j1.cli.common import parse
-    from j1.cli.configs import EvalConfig
+    from j1.eval.spec import EvalSpec
 
     paths = sorted((REPO / "configs" / "eval").rglob("*.yaml"))
     assert len(paths) == 5
@@ -303,7 +303,7 @@ def test_example_configs_parse():
         judge = (yaml.safe_load(p.read_text()) or {}).get("judge")
         # A judge another config trains: its manifest is read at parse time, a shipped judge stands in.
         extra = ["--judge", "j1-135m"] if judge and not (REPO / judge).exists() else []
-        cfg = parse(EvalConfig, ["--config", str(p), *extra], prog="j1 eval")
+        cfg = parse(EvalSpec, ["--config", str(p), *extra], prog="j1 eval")
         assert cfg.benchmark and cfg.out
 
 

@@ -36,7 +36,7 @@ def shipped_adapter(tmp_path_factory):
 
 
 def test_the_adapter_names_the_hub_base_and_records_the_exact_weights(shipped_adapter):
-    from j1.judges import read_manifest
+    from j1.judging.judges import read_manifest
     from j1.models import EMBEDDED_HUB_ID, GGUF_FILE, embedded_gguf_path, file_sha256
 
     config = json.loads((shipped_adapter / "adapter_config.json").read_text())
@@ -77,7 +77,7 @@ def test_with_a_local_base_peft_loads_it_offline_and_it_judges_as_the_source(tmp
 def test_merged_is_bf16_small_complete_and_judges_as_the_source(tmp_path, source_verdicts):
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from j1.judges import read_manifest
+    from j1.judging.judges import read_manifest
 
     out = tmp_path / "merged"
     assert main(["export", "judge", "j1-135m", "--out", str(out), "--merged"]) == 0
@@ -108,7 +108,7 @@ def trained_checkpoint_dir(tiny_model, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from j1.judges import trained_manifest, write_manifest
+    from j1.judging.judges import trained_manifest, write_manifest
 
     folder = tmp_path / "run" / "checkpoint-2"
     torch.manual_seed(0)
@@ -126,7 +126,7 @@ def test_an_adapter_on_a_local_base_loads_in_peft_by_its_own_config(trained_chec
     import torch
     from peft import AutoPeftModelForCausalLM
 
-    from j1.judges import load_model
+    from j1.judging.judges import load_model
 
     out = tmp_path / "adapter"
     assert main(["export", "judge", str(trained_checkpoint_dir), "--out", str(out)]) == 0
@@ -140,7 +140,7 @@ def test_an_adapter_on_a_local_base_loads_in_peft_by_its_own_config(trained_chec
 
 
 def test_gguf_alone_needs_no_out(trained_checkpoint_dir, tmp_path, capsys):
-    from j1.judges import read_gguf_manifest
+    from j1.judging.judges import read_gguf_manifest
 
     target = tmp_path / "judge.gguf"
     assert main(["export", "judge", str(trained_checkpoint_dir), "--gguf", str(target), "--gguf_type", "F16"]) == 0

@@ -54,12 +54,12 @@ class Generations(list):
 @pytest.fixture
 def generations(monkeypatch) -> Generations:
     """Every generation of the test, as (engine, device of the prompt ids, device of the model): engine
-    "j1.decode" (``j1.decode.generate``) or "generate" (transformers' ``generate``, which TRL, the local
-    backend off the CPU and ``j1.sharedprefix``'s other path call). Which engine runs is the device's
+    "j1.decode" (``j1.backends.decode.generate``) or "generate" (transformers' ``generate``, which TRL, the local
+    backend off the CPU and ``j1.backends.sharedprefix``'s other path call). Which engine runs is the device's
     choice (``j1.device``); that both stay on the device is what these tests check."""
     from transformers import GenerationMixin
 
-    from j1 import decode
+    from j1.backends import decode
 
     calls = Generations()
     real_decode, real_generate = decode.generate, GenerationMixin.generate
@@ -97,9 +97,9 @@ def trained_devices(monkeypatch) -> list[str]:
 
 @pytest.fixture
 def shared_prompt_calls(monkeypatch) -> list[str]:
-    """The names of the ``j1.sharedprefix`` passes called in the test (generation, log-probs): what GRPO
+    """The names of the ``j1.backends.sharedprefix`` passes called in the test (generation, log-probs): what GRPO
     runs with ``--share_prompt_prefix true`` only, on any device."""
-    from j1 import sharedprefix
+    from j1.backends import sharedprefix
 
     calls: list[str] = []
     for name in ("generate", "completion_logps"):

@@ -1,9 +1,9 @@
-"""``j1.decode`` and ``j1.sharedprefix.generate`` on the device: the tokens of ``model.generate`` on the
+"""``j1.backends.decode`` and ``j1.backends.sharedprefix.generate`` on the device: the tokens of ``model.generate`` on the
 same device, greedy and sampled under one seed, in fp32, with prompts repeated (each distinct prompt's
 prefill shared by its rows) and left-padded to different lengths.
 
-``j1.sharedprefix.generate`` decodes with ``j1.decode`` where the device's choice says so
-(``j1.device.fast_decode``: the CPU), else with ``generate`` over the shared prompt cache; ``j1.decode``
+``j1.backends.sharedprefix.generate`` decodes with ``j1.backends.decode`` where the device's choice says so
+(``j1.device.fast_decode``: the CPU), else with ``generate`` over the shared prompt cache; ``j1.backends.decode``
 is called directly too, so that it is proven on the device whichever path the default takes."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from j1 import decode, sharedprefix
+from j1.backends import decode, sharedprefix
 
 pytestmark = pytest.mark.gpu
 
@@ -60,7 +60,7 @@ def _batch(tok, device, repeats):
     return ids, mask
 
 
-# j1.decode itself; j1.sharedprefix as the device chooses; j1.sharedprefix's generate path (a GPU's
+# j1.backends.decode itself; j1.backends.sharedprefix as the device chooses; j1.backends.sharedprefix's generate path (a GPU's
 # choice, taken here on any device).
 PATHS = ["j1.decode", "sharedprefix", "sharedprefix-generate"]
 
@@ -83,7 +83,7 @@ def _same_as_generate(model, tok, device, options, stops, generations, monkeypat
         torch.manual_seed(0)
         if direct:
             sampling = decode.sampling_for(model, kw)
-            assert sampling is not None, "j1.decode does not take these options"
+            assert sampling is not None, "j1.backends.decode does not take these options"
             got = decode.generate(model, ids, mask, sampling)
         else:
             got = sharedprefix.generate(model, ids, mask, **kw)
@@ -112,7 +112,7 @@ def test_tiny_model_same_tokens_as_generate(tiny, device, generations, monkeypat
         assert (new == tok.pad_token_id).any() and len(set(lengths.tolist())) > 1
 
 
-# SmolLM2's shape (grouped-query attention, 30 blocks): j1.decode greedy and sampled, and the default path.
+# SmolLM2's shape (grouped-query attention, 30 blocks): j1.backends.decode greedy and sampled, and the default path.
 EMBEDDED_CASES = [("j1.decode", CASES[0]), ("j1.decode", CASES[5]), ("sharedprefix", CASES[5])]
 
 

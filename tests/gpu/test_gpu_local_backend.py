@@ -8,7 +8,7 @@ import pytest
 
 from j1.backends import SamplingParams
 from j1.formats import get_format
-from j1.judge import judge_pairs, to_json
+from j1.judging.judge import judge_pairs, to_json
 from j1.pairs import Verdict
 
 pytestmark = pytest.mark.gpu
@@ -72,7 +72,7 @@ def test_seeded_samples_repeat_and_finish_reasons_hold(backend):
 
 @pytest.mark.parametrize("engine", ["default", "generate (static cache)"])
 def test_the_engine_gives_generate_greedy_completions(tiny_model, monkeypatch, engine):
-    """The device's engine (j1.decode on a CPU, generate with a static cache on a GPU), and the GPU's
+    """The device's engine (j1.backends.decode on a CPU, generate with a static cache on a GPU), and the GPU's
     engine on any device, give plain ``generate``'s greedy completions; in fp32, since a bf16 path
     may part from another at a rounding tie."""
     from j1.backends.local import LocalBackend

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 
 def test_probe_logodds_on_the_device_match_the_cpu(tiny_model, tmp_path, device):
-    from j1 import probe
+    from j1.probe import runner as probe
     from j1.train.data import load_pairs
 
     model, tok = probe.probe_model(str(tiny_model), device="cpu")
@@ -26,7 +26,7 @@ def test_probe_logodds_on_the_device_match_the_cpu(tiny_model, tmp_path, device)
 
 
 def test_probe_command_on_the_device(tiny_model, tmp_path, device, monkeypatch, capsys):
-    from j1 import probe
+    from j1.probe import runner as probe
 
     seen: list[str] = []
     real = probe.verdict_logodds

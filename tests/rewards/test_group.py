@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from j1.judge import Judgment, OrderResult, Sample
+from j1.judging.judge import Judgment, OrderResult, Sample
 from j1.rewards.group import group_plan, opponent_pairs, prompt_groups, win_rates
 from j1.serve.protocol import group_rewards
 

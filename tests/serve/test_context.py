@@ -70,11 +70,13 @@ def test_one_item_too_long_costs_only_itself_in_a_reward_batch(judge):
 
 
 @pytest.mark.parametrize("truncate", ["left", "middle"])
-def test_truncation_judges_shortened_responses_within_the_context(judge, truncate):
-    # a 640-token context keeps the model's work small on a CPU
+def test_truncation_judges_shortened_responses_within_the_context(judge, truncate, monkeypatch):
+    # a 640-token context keeps the model's work small on a CPU; --max_context reaches serve through the
+    # backend alone (j1 serve builds the judge with it: ServeSpec.backend_kwargs)
+    monkeypatch.setattr(judge.backend, "max_context", 640)
     response = "The answer is 5. " + "Let me check once more. " * 300 + "So 2 + 3 = 5."
     pair = {"prompt": PROMPT, "response_a": response, "response_b": "6"}
-    with running_app(judge, max_context=640, truncate=truncate) as (url, _):
+    with running_app(judge, truncate=truncate) as (url, _):
         with http().Client(timeout=120) as client:
             limits = client.get(url + "/v1/models").json()["data"][0]["limits"]
             assert client.get(url + "/health").json()["limits"] == limits
@@ -98,11 +100,29 @@ def test_the_tokens_counted_are_the_tokens_the_model_reads(judge):
     assert judge.backend.usage.prompt_tokens - before == counted
 
 
-def test_a_max_new_tokens_that_fills_the_context_is_refused_at_start(judge):
+def test_a_max_new_tokens_that_fills_the_context_is_refused_at_start(judge, monkeypatch):
     from j1.serve.app import ServerSettings, create_app
 
+    monkeypatch.setattr(judge.backend, "max_context", 8)
     with pytest.raises(ValueError, match="max_new_tokens 8 leaves no room for a prompt in the context of 8 tokens"):
-        create_app(judge, ServerSettings(max_context=8))
+        create_app(judge, ServerSettings())
+
+
+def test_a_max_context_over_the_models_positions_is_warned_about(judge, monkeypatch, caplog):
+    """``j1 serve --max_context 100000`` on the 8,192-position model: the flag goes to the backend (one path),
+    the limit is the flag's, and the server says it is over the model's positions."""
+    import logging
+
+    from j1.serve.app import ServerSettings, context_limit
+    from j1.serve.spec import ServeSpec
+
+    assert ServeSpec(max_context=100_000).backend_kwargs()["max_context"] == 100_000
+    monkeypatch.setattr(judge.backend, "max_context", 100_000)
+    assert judge.backend.context_window() == 100_000 and judge.backend.model_context() == 8192
+    with caplog.at_level(logging.WARNING, logger="j1.serve.app"):
+        limit = context_limit(judge, ServerSettings())
+    assert (limit.context, limit.source) == (100_000, "--max_context")
+    assert "--max_context 100000 is over the model's 8192 positions" in caplog.text
 
 
 def test_a_prompt_too_long_by_itself_is_told_so_not_to_truncate(judge):

@@ -217,8 +217,8 @@ def reward_bodies(draw):
 @pytest.fixture(scope="module")
 def fuzzed(tiny_model, one_torch_thread):
     """The tiny model (greedy, 2 new tokens) with a 1,000-token context and --truncate middle."""
-    with load_judge(str(tiny_model), max_new_tokens=2) as judge, \
-            running_app(judge, max_context=1000, truncate="middle", batch_wait_s=0) as (url, _):
+    with load_judge(str(tiny_model), max_new_tokens=2, max_context=1000) as judge, \
+            running_app(judge, truncate="middle", batch_wait_s=0) as (url, _):
         with http().Client(timeout=60) as client:
             yield url, client
 

@@ -1,4 +1,4 @@
-"""``j1.limits``: the token budget, shortening responses to fit (tables), and ``PromptFitter`` on a
+"""``j1.judging.limits``: the token budget, shortening responses to fit (tables), and ``PromptFitter`` on a
 counter that counts characters (so every number here can be worked by hand)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import doctest
 
 import pytest
 
-from j1 import limits
-from j1.limits import MARKER, ContextLimit, ContextTooLong, PromptFitter, cut_text, water_fill
+from j1.judging import limits
+from j1.judging.limits import MARKER, ContextLimit, ContextTooLong, PromptFitter, cut_text, water_fill
 from j1.serve import protocol
 from j1.serve.tasks import Task
 

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from j1.judge import Judgment, OrderResult, Sample
+from j1.judging.judge import Judgment, OrderResult, Sample
 from j1.serve.protocol import (
     ItemError,
     RequestError,
@@ -77,8 +77,8 @@ def _sample(verdict: str) -> Sample:
 
 
 def _judgment(ab: list[str], ba: list[str]) -> Judgment:
-    """A pair judged with the response as A; per-order verdict = the samples' majority (as j1.judge)."""
-    from j1.judge import majority
+    """A pair judged with the response as A; per-order verdict = the samples' majority (as j1.judging.judge)."""
+    from j1.judging.judge import majority
 
     orders = [OrderResult(o, majority(vs).value, [_sample(v) for v in vs]) for o, vs in (("AB", ab), ("BA", ba))]
     return Judgment("pav", "A", orders, None)

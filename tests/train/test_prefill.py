@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from conftest import CPU_FLAGS
 
-from j1.chat import render
 from j1.cli.main import main
+from j1.judging.chat import render
 from j1.models import load_tokenizer
 from j1.train.trl_grpo import J1GRPOTrainer
 

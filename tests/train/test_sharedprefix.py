@@ -1,4 +1,4 @@
-"""j1.sharedprefix in the trainer: each distinct prompt encoded once gives TRL's own numbers —
+"""j1.backends.sharedprefix in the trainer: each distinct prompt encoded once gives TRL's own numbers —
 log-probs, entropies, gradients and sampled tokens — on a LoRA policy with left-padded prompts,
 repeated prompts and right-padded completions."""
 
@@ -9,9 +9,9 @@ import torch
 from transformers import HfArgumentParser
 from trl import GRPOConfig, GRPOTrainer, ModelConfig
 
-from j1 import sharedprefix
-from j1.cli.configs import TrainConfig
+from j1.backends import sharedprefix
 from j1.train.recipe import build_trainer
+from j1.train.spec import TrainSpec
 
 
 @pytest.mark.parametrize("rows, first, inverse", [
@@ -40,7 +40,7 @@ def trainer(tiny_model, tmp_path_factory):
     from tiny import write_pairs
 
     write_pairs(pairs)
-    parser = HfArgumentParser((TrainConfig, GRPOConfig, ModelConfig))
+    parser = HfArgumentParser((TrainSpec, GRPOConfig, ModelConfig))
     j1cfg, grpo, model = parser.parse_args_into_dataclasses([
         "--train_file", str(pairs), "--model_name_or_path", str(tiny_model),
         "--output_dir", str(tmp_path_factory.mktemp("run")), "--num_generations", "2",

@@ -107,7 +107,7 @@ def test_init_adapter_starts_the_lora_from_a_trained_judge(tiny_model, pair_file
 
 
 def test_bf16_mixed_precision_with_the_shared_prompt(tiny_model, pair_file, tmp_path):
-    # accelerate autocasts model.forward, not the layers j1.decode steps through: the prompt's cache comes
+    # accelerate autocasts model.forward, not the layers j1.backends.decode steps through: the prompt's cache comes
     # back partly in bf16 and must meet the steps' fp32 (this crashed before decode cast it)
     out = tmp_path / "bf16"
     assert _train(tiny_model, pair_file, out, "--max_steps", "1", "--bf16", "true", "--use_peft", "true",

@@ -4,31 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j1.atomic import write_text_atomic
+from j1.eval.cells import interval, pct
 from j1.eval.stats import MIN_CI_N
+from j1.runs.atomic import write_text_atomic
 
 PLOT = "attacks.png"
 TOO_FEW = f"n < {MIN_CI_N}"  # in place of an interval resting on fewer questions (its JSON value is null)
 
 
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
-
-
 def _ci(ci) -> str:
-    return TOO_FEW if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    return interval(ci, TOO_FEW)
 
 
 def _row(name: str, b: dict, pointwise: bool) -> str:
     pos = b.get("false_preference_by_position") or {}
-    cells = [name, str(b["n"]), str(b.get("questions", "–")), _pct(b["false_preference_rate"]),
+    cells = [name, str(b["n"]), str(b.get("questions", "–")), pct(b["false_preference_rate"]),
              _ci(b["false_preference_rate_ci"]),
-             _pct(b["consistent_false_preference_rate"]), _ci(b["consistent_false_preference_rate_ci"]),
-             _pct(b["invalid_rate"])]
+             pct(b["consistent_false_preference_rate"]), _ci(b["consistent_false_preference_rate_ci"]),
+             pct(b["invalid_rate"])]
     if pointwise:
         cells += ["–" if b.get(k) is None else f"{b[k]:.2f}" for k in ("attack_score", "reference_score")]
     else:
-        cells += [_pct(pos.get("first")), _pct(pos.get("second"))]
+        cells += [pct(pos.get("first")), pct(pos.get("second"))]
     return "| " + " | ".join(cells) + " |"
 
 

@@ -5,13 +5,11 @@ DIR/report.md."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from j1.atomic import write_json_atomic
 from j1.attack.attacks import (
     ATTACK,
     ATTACKS,
@@ -23,15 +21,17 @@ from j1.attack.attacks import (
     mean_or_none,
 )
 from j1.backends import Backend
-from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.metrics import PairOutcome
 from j1.eval.results import pair_view, write_results
 from j1.eval.runner import Work, judge_run, judged_slots, open_run
 from j1.eval.scoring import ItemRecord, pair_outcome, read_judgments
 from j1.formats import JudgeFormat, get_format
-from j1.judge import mean_score, to_sample
-from j1.judges import ASSETS
+from j1.judging.chat import with_prefill
+from j1.judging.judge import mean_score, to_sample
+from j1.judging.judges import ASSETS
+from j1.runs.atomic import write_json_atomic
+from j1.runs.runinfo import RunFolder
 from j1.schema import PairRecord
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
     from j1.attack.report import write_report
 
     out_dir = Path(out_dir)
-    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    run = RunFolder.read(out_dir)
     cfg = run["config"]
     fmt = get_format(cfg["format"], cfg["template"])
     records = read_judgments(out_dir / "judgments.jsonl")
@@ -142,10 +142,10 @@ def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeForma
 
 
 def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
-    """Run ``j1 attack`` for an AttackConfig; returns the report.
+    """Run ``j1 attack`` for an AttackSpec; returns the report.
 
     Args:
-        cfg: the AttackConfig.
+        cfg: the AttackSpec.
         backend: a ready backend (tests); the caller closes it.
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model); default ``j1.backends.build_backend(cfg)``.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from j1.backends.spec import BackendArgs, SamplingArgs
-from j1.judge_spec import JudgeArgs
-from j1.run_spec import BootArgs, RunArgs
+from j1.judging.spec import JudgeArgs
+from j1.runs.spec import BootArgs, RunArgs
 
 
 @dataclass

@@ -53,7 +53,7 @@ class SamplingParams:
     # past the answer. ``ends_at`` still decides where the answer ends; the text up to a stop is kept whole.
     stop: tuple[str, ...] = ()
     # Alternatives per generated token to return with their log-probabilities (0: none); a served judge's
-    # verdict margin is read from them (``j1.judge.verdict_margin``).
+    # verdict margin is read from them (``j1.judging.judge.verdict_margin``).
     logprobs: int = 0
 
     def __post_init__(self) -> None:
@@ -122,7 +122,7 @@ class Backend(ABC):
 
     ``stream`` yields ``(index, completions)`` as prompts finish (any order), so long jobs can
     append results as they come; ``generate`` collects them in input order. A prompt that ends with
-    an assistant message is continued (a prefill, ``j1.chat``), and each completion's text is then
+    an assistant message is continued (a prefill, ``j1.judging.chat``), and each completion's text is then
     the whole assistant message: the prefill followed by the generated text.
     """
 
@@ -154,10 +154,18 @@ class Backend(ABC):
         """Release resources (HTTP pools, models)."""
 
     # Token limits, for a server that refuses a prompt that cannot fit before any model work
-    # (``j1.limits``). A backend without a local tokenizer (an HTTP server) knows none of them.
+    # (``j1.judging.limits``). A backend without a local tokenizer (an HTTP server) knows none of them.
+
+    # The context a caller set (--max_context), None when the model's own applies; one channel: serve,
+    # judge and eval read a judge's context from its backend alone.
+    max_context: int | None = None
 
     def context_window(self) -> int | None:
         """Most tokens (prompt plus generated) the model attends to; None when unknown."""
+        return None
+
+    def model_context(self) -> int | None:
+        """The model's own positions, whatever ``max_context`` says; None when unknown (an HTTP engine)."""
         return None
 
     def count_tokens(self, messages: Messages) -> int | None:

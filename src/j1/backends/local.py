@@ -2,7 +2,7 @@
 
 ``generate(num_return_sequences=N)`` copies each prompt N times *before* the prefill, so a long
 judge prompt is encoded N times, and it grows its KV cache by copying at every step. Here each
-prompt is encoded once for its N samples and Llama-family models decode with ``j1.decode`` (the
+prompt is encoded once for its N samples and Llama-family models decode with ``j1.backends.decode`` (the
 prompt's cache read in place, a static cache for the new tokens, finished rows compacted away):
 ``generate``'s tokens (greedy, and sampled under a seed; tested), at a fraction of the cost. A row stops
 where its answer is complete (``SamplingParams.stop``, ``AnswerEnds``), as a served engine stops at a stop
@@ -15,9 +15,9 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from j1 import sharedprefix
+from j1.backends import sharedprefix
 from j1.backends.base import Backend, Completion, ContextTooLong, Messages, SamplingParams, Usage, prompt_seed
-from j1.chat import prefill, render
+from j1.judging.chat import prefill, render
 from j1.models import display_name
 
 log = logging.getLogger(__name__)
@@ -27,10 +27,10 @@ class LocalBackend(Backend):
     """A transformers causal LM on this machine.
 
     Args:
-        model: a judge (``j1.judges``: a shipped name, a model or adapter folder), an HF id, or None
+        model: a judge (``j1.judging.judges``: a shipped name, a model or adapter folder), an HF id, or None
             for the embedded SmolLM2-135M-Instruct.
-        max_batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
-            ``j1.device.batch_rows``).
+        batch_rows: most sequences (prompts x samples) decoded together (None: by the device,
+            ``j1.device.rows_per_batch``).
         max_batch_tokens: most padded prompt tokens x samples in one batch (bounds KV memory).
         dtype: "auto" (bfloat16 where the device computes it natively, else float32: ``j1.device.local_dtype``),
             "float32", "bfloat16" or "float16".
@@ -38,7 +38,7 @@ class LocalBackend(Backend):
         share_prefill: encode each prompt once for its n samples (off only to measure the gain).
         max_context: the most tokens (prompt plus answer) it accepts; None: the model's own limit.
 
-    How it decodes depends on the device (``engine``): on a CPU, ``j1.decode`` with each prompt encoded
+    How it decodes depends on the device (``engine``): on a CPU, ``j1.backends.decode`` with each prompt encoded
     once for its samples; on a GPU, ``generate`` with a static cache (``j1.device.fast_decode``).
     """
 
@@ -46,22 +46,22 @@ class LocalBackend(Backend):
         self,
         model: str | None = None,
         *,
-        max_batch_rows: int | None = None,
+        batch_rows: int | None = None,
         max_batch_tokens: int = 65536,
         dtype: str = "auto",
         device: str | None = None,
         share_prefill: bool = True,
         max_context: int | None = None,
     ):
-        from j1.device import batch_rows, default_device, local_dtype
-        from j1.judges import load_model
+        from j1.device import default_device, local_dtype, rows_per_batch
+        from j1.judging.judges import load_model
 
         self.model_name = display_name(model)
         self.device = device or default_device()
         self.dtype = local_dtype(dtype, self.device)
-        # A LoRA judge is merged into its base in memory: plain weights take j1.decode's fast path.
+        # A LoRA judge is merged into its base in memory: plain weights take j1.backends.decode's fast path.
         self.model, self.tokenizer, _ = load_model(model, dtype=self.dtype, device=self.device)
-        self.max_batch_rows = batch_rows(max_batch_rows, self.device)
+        self.batch_rows = rows_per_batch(batch_rows, self.device)
         self.max_batch_tokens = max_batch_tokens
         self.share_prefill = share_prefill
         self.max_context = max_context
@@ -72,11 +72,11 @@ class LocalBackend(Backend):
         """Wrap an already loaded model (e.g. a policy during training)."""
         self = cls.__new__(cls)
         self.model_name, self.model, self.tokenizer = name, model, tokenizer
-        from j1.device import batch_rows
+        from j1.device import rows_per_batch
 
         weight = next(model.parameters())
         self.device, self.dtype = str(weight.device), str(weight.dtype).removeprefix("torch.")
-        self.max_batch_rows = batch_rows(kw.get("max_batch_rows"), self.device)
+        self.batch_rows = rows_per_batch(kw.get("batch_rows"), self.device)
         self.max_batch_tokens = kw.get("max_batch_tokens", 65536)
         self.share_prefill = kw.get("share_prefill", True)
         self.max_context = kw.get("max_context")
@@ -85,7 +85,7 @@ class LocalBackend(Backend):
 
     @property
     def engine(self) -> str:
-        """How this backend decodes: ``j1.decode`` on a CPU, ``generate`` (static cache) on a GPU."""
+        """How this backend decodes: ``j1.backends.decode`` on a CPU, ``generate`` (static cache) on a GPU."""
         from j1.device import fast_decode
 
         if not self.share_prefill:
@@ -99,10 +99,14 @@ class LocalBackend(Backend):
         """The most tokens it accepts: ``max_context`` when given, else the model's position limit from
         its config (``max_position_embeddings`` in Llama-family configs, ``n_positions`` in GPT-2-style
         ones); None when the config names none."""
-        from j1.limits import config_context
-
         if self.max_context is not None:
             return self.max_context
+        return self.model_context()
+
+    def model_context(self) -> int | None:
+        """The model's position limit from its config, whatever ``max_context`` says (``context_window``)."""
+        from j1.judging.limits import config_context
+
         return config_context(getattr(self.model, "config", None))
 
     def count_tokens(self, messages: Messages) -> int | None:
@@ -137,7 +141,7 @@ class LocalBackend(Backend):
     def _batches(self, lengths: list[int], n: int) -> list[list[int]]:
         """Prompt indices grouped by similar length (less padding) within the row/token limits."""
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-        per_batch = max(1, self.max_batch_rows // n)
+        per_batch = max(1, self.batch_rows // n)
         batches: list[list[int]] = []
         cur: list[int] = []
         for i in order:
@@ -164,7 +168,7 @@ class LocalBackend(Backend):
             batch = [fits[k] for k in local]
             # One torch seed per batch, derived from its prompts: reproducible for the same inputs.
             seed = sum(prompt_seed(params.seed, prompts[i]) for i in batch) & 0x7FFFFFFF
-            # A prefilled prompt's completion is the whole assistant message (j1.chat).
+            # A prefilled prompt's completion is the whole assistant message (j1.judging.chat).
             heads = [prefill(prompts[i]) for i in batch]
             outs = self._generate([texts[i] for i in batch], params, seed, heads,
                                   on_done=_prompts_done(batch, params.n, on_finish) if on_finish else None,
@@ -201,14 +205,14 @@ class LocalBackend(Backend):
                 # would torch.compile the forward for it, again for every new batch shape: minutes a shape.
                 static = dict(cache_implementation="static", disable_compile=True) \
                     if engine == "generate (static cache)" else {}
-                if on_done is not None or on_step is not None or ends is not None:  # as j1.decode does
+                if on_done is not None or on_step is not None or ends is not None:  # as j1.backends.decode does
                     static["stopping_criteria"] = sharedprefix.reporting(self.model, on_step=on_step, on_done=on_done,
                                                                          ends=ends)
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, num_return_sequences=n, **gen_kw, **static
                 )
             else:
-                # Each prompt encoded once for its n samples, then j1's decode (j1.sharedprefix, j1.decode).
+                # Each prompt encoded once for its n samples, then j1's decode (j1.backends.sharedprefix, j1.backends.decode).
                 out = sharedprefix.generate(
                     self.model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), on_done=on_done,
                     on_step=on_step, ends=ends, **gen_kw
@@ -263,7 +267,7 @@ def ends_of(params: SamplingParams) -> Callable[[str], int | None] | None:
 
 
 class AnswerEnds:
-    """Which rows are complete with the token they just wrote (``j1.decode``'s ``ends``): a row is complete
+    """Which rows are complete with the token they just wrote (``j1.backends.decode``'s ``ends``): a row is complete
     once its text (its prefill ``head`` and its tokens) ends where ``ends_of(params)`` says, past the head.
 
     The text is decoded only at a token that may close a stop string (it holds a stop's last character, or

@@ -43,7 +43,7 @@ from j1.backends.engine import (
     retry_after_seconds,
 )
 from j1.backends.spec import ENDPOINTS
-from j1.chat import prefill, render
+from j1.judging.chat import prefill, render
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ class OpenAIBackend(Backend):
         self._lock = threading.Lock()
         self._io: _IOThread | None = None
         self.fan_out = False  # set once the engine is seen to ignore or refuse n > 1
+        self.max_context = max_context
         self.engine_context = max_context
         if model is None or check_model or max_context is None and tokenizer is not None:
             listed = self._models()

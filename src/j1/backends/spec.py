@@ -62,8 +62,8 @@ class BackendArgs:
             # A judging spec's --max_context is the engine's context: answers are fitted into it.
             return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries,
                         endpoint=self.endpoint, max_context=getattr(self, "max_context", None))
-        # A judging spec's --max_context bounds what the local judge accepts (j1.limits).
-        return dict(max_batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
+        # A judging spec's --max_context bounds what the local judge accepts (j1.judging.limits).
+        return dict(batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
 
 
 @dataclass
@@ -89,7 +89,7 @@ class SamplingArgs:
             raise ValueError(f"--max-new-tokens {self.max_new_tokens}: must be >= 1")
 
     def sampling_params(self):
-        from j1.backends import SamplingParams
+        from j1.backends.base import SamplingParams
 
         return SamplingParams(
             n=self.samples, temperature=self.temperature, top_p=self.top_p,

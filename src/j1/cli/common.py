@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -15,6 +16,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -201,6 +203,31 @@ def run_reporting_errors(prog: str, command: Callable[[], int], *, debug: bool =
         return 2
 
 
+def run_command(prog: str, out: str | None, body: Callable[[], Any], summary: Callable[[Any], dict]) -> int:
+    """The body every command that judges into a run folder shares (eval, consistency, label, attack): run
+    ``body`` (a failed start leaves no empty folder at ``out``), then print ``summary(result)`` as JSON.
+
+    Returns:
+        0; 1 when more judgments failed than the run allows (``TooManyErrors``: the line says how many);
+        2 for bad data, a missing file, a run folder in use or an unreachable server, in one line that says
+        what and where (RowError is a ValueError; a traceback would only bury it).
+    """
+    from j1.eval.runner import TooManyErrors
+
+    try:
+        with removed_on_error(out):
+            result = body()
+    except TooManyErrors as exc:
+        sys.stderr.write(f"{prog}: {exc}\n")
+        return 1
+    except (OSError, ValueError, RuntimeError) as exc:
+        sys.stderr.write(f"{prog}: error: {error_message(exc)}\n")
+        return 2
+    json.dump(summary(result), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
 # Files a run writes before its first result: a folder that holds only these (or empty files) did no work.
 START_FILES = ("run.json",)
 
@@ -289,100 +316,15 @@ def build_backend(cfg):
     return backend_for(cfg, api_key=os.environ.get(cfg.api_key_env) if cfg.base_url else None)
 
 
-# Fields that name a model or a dataset, which may be a Hugging Face id.
-HUB_MODEL_FIELDS = ("model", "base", "sampler_model", "verify_with", "base_model", "model_name_or_path")
-HUB_DATA_FIELDS = ("data", "source")
-
-
 def check_hub_inputs(*configs) -> None:
-    """Before anything loads or a folder is made: every model and dataset the ``configs`` name as a
-    Hugging Face id can be had (cached, or the hub reachable), else ValueError in one line.
-
-    A served model (``--base_url``) is the server's business; ``verify_with`` on its own server too.
-    """
-    for cfg in configs:
-        served = bool(getattr(cfg, "base_url", None))
-        for name in HUB_MODEL_FIELDS:
-            value = getattr(cfg, name, None)
-            if name in ("model", "sampler_model") and served:
-                continue
-            if name == "verify_with" and (value == "embedded" or getattr(cfg, "verify_base_url", None)):
-                continue
-            if isinstance(value, str):
-                check_hub_model(value, name)
-        for name in HUB_DATA_FIELDS:
-            value = getattr(cfg, name, None)
-            if isinstance(value, str):
-                check_hub_dataset(value, name)
-
-
-# Seconds to wait for the hub's host before calling it unreachable: an offline machine fails in
-# seconds, not after huggingface_hub's minute of retries (issue 43).
-HUB_CONNECT_TIMEOUT_S = 3.0
-
-
-def check_hub_model(name: str | None, flag: str = "model") -> None:
-    """Fail now, in one line, when ``name`` is a Hugging Face id that is neither in the local HF cache
-    nor reachable (``HF_HUB_OFFLINE=1``, or no route to the hub). Shipped judges, the embedded model,
-    folders and anything that looks like a path pass (their own checks name a missing folder).
+    """Before anything loads or a folder is made: every Hugging Face id the ``configs`` name can be had
+    (``j1.hub.check_hub_inputs``), with transformers' offline switch read here, where environment variables
+    are read.
 
     Raises:
-        ValueError: naming the flag, the id and the fix.
+        ValueError: in one line, naming the flag, the id and the fix.
     """
-    import os
-    from pathlib import Path
+    from j1.hub import check_hub_inputs as check
 
-    from j1.judges import SHIPPED
-    from j1.models import EMBEDDED_NAME
-
-    if not name or name in SHIPPED or name in {EMBEDDED_NAME, "embedded", "default"}:
-        return
-    if Path(name).expanduser().exists() or name.startswith(("/", ".", "~")) or name.count("/") > 1:
-        return
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    for probe in ("config.json", "adapter_config.json"):
-        if isinstance(try_to_load_from_cache(name, probe), str):
-            return
-    offline = constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
-    if offline:
-        raise ValueError(f"--{flag} {name}: not a folder and not in the Hugging Face cache, and HF_HUB_OFFLINE is "
-                         "set; download it first (hf download " + name + ") or give a local folder")
-    if not _hub_reachable(constants.ENDPOINT):
-        raise ValueError(f"--{flag} {name}: not a folder and not in the Hugging Face cache, and {constants.ENDPOINT} "
-                         "cannot be reached; download it where there is a network, or give a local folder")
-
-
-def check_hub_dataset(source: str | None, flag: str) -> None:
-    """Fail now, in one line, when ``source`` names a Hugging Face dataset and the hub cannot be reached
-    (without HF_HUB_OFFLINE, ``datasets`` spends its retries first). Offline mode is left to
-    ``datasets``: it reads its cache, or fails at once.
-
-    Raises:
-        ValueError: naming the flag, the id and the fix.
-    """
-    from pathlib import Path
-
-    from huggingface_hub import constants
-
-    from j1.data.sources import looks_local
-
-    if not source or Path(source).exists() or looks_local(source) or constants.HF_HUB_OFFLINE:
-        return
-    if not _hub_reachable(constants.ENDPOINT):
-        raise ValueError(f"--{flag} {source}: not a local file, and {constants.ENDPOINT} cannot be reached; give a "
-                         "local .jsonl/.json/.parquet file, or set HF_HUB_OFFLINE=1 to read a cached copy")
-
-
-def _hub_reachable(endpoint: str) -> bool:
-    """Whether a TCP connection to the hub's host opens within ``HUB_CONNECT_TIMEOUT_S``."""
-    import socket
-    from urllib.parse import urlparse
-
-    url = urlparse(endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT_S).close()
-    except OSError:
-        return False
-    return True
+    offline = os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
+    check(*configs, transformers_offline=offline)

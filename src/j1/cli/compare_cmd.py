@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j1.cli.common import error_message, parse
-from j1.cli.configs.consistency import CompareConfig
+from j1.eval.spec import CompareSpec
 
 
 def main(argv: Sequence[str]) -> int:
@@ -19,9 +19,9 @@ def main(argv: Sequence[str]) -> int:
         runs.append(argv.pop(0))
     if runs:
         argv = ["--runs", *runs, *argv]
-    cfg = parse(CompareConfig, argv, prog="j1 compare")
-    from j1.atomic import write_text_atomic
+    cfg = parse(CompareSpec, argv, prog="j1 compare")
     from j1.eval.report_extra import compare_row, compare_table, read_run
+    from j1.runs.atomic import write_text_atomic
 
     try:
         rows = [compare_row(Path(d), read_run(d)) for d in cfg.runs]

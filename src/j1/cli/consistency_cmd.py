@@ -2,42 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from collections.abc import Sequence
 
 from j1.cli import common
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs.consistency import ConsistencyConfig
+from j1.eval.spec import ConsistencySpec
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(ConsistencyConfig, argv, prog="j1 consistency")
+    cfg = parse(ConsistencySpec, argv, prog="j1 consistency")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
     from j1.eval.consistency_run import run_consistency
-    from j1.eval.runner import TooManyErrors
-    from j1.schema import RowError
 
-    try:
-        with common.removed_on_error(cfg.out):  # a failed start leaves no empty run folder
-            metrics = run_consistency(cfg, open_backend=lambda: common.build_backend(cfg),
-                                      open_sampler=lambda: _sampler(cfg))
-    except TooManyErrors as exc:
-        sys.stderr.write(f"j1 consistency: {exc}\n")
-        return 1
-    except (RowError, OSError, ValueError, RuntimeError) as exc:
-        # Bad data, a missing file, a run folder in use, an unreachable server: the message says what and where.
-        sys.stderr.write(f"j1 consistency: error: {common.error_message(exc)}\n")
-        return 2
-    json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n", "responses")}
-              | {"overall": metrics["overall"]}, sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
+    return common.run_command(
+        "j1 consistency", cfg.out,
+        lambda: run_consistency(cfg, open_backend=lambda: common.build_backend(cfg), open_sampler=lambda: _sampler(cfg)),
+        lambda metrics: {k: metrics[k] for k in ("benchmark", "format", "model", "n", "responses")}
+        | {"overall": metrics["overall"]})
 
 
-def _sampler(cfg: ConsistencyConfig):
+def _sampler(cfg: ConsistencySpec):
     """The --sampler-model backend: on the same server as the judge (with its API key), else local."""
     from j1.backends import make_backend
 

@@ -1,4 +1,4 @@
-"""``j1 demo``: the whole J1 loop on shipped data (``j1.demo``); ``--minutes 0`` is the quick demo."""
+"""``j1 demo``: the whole J1 loop on shipped data (``j1.demo.runner``); ``--minutes 0`` is the quick demo."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j1.cli.common import check_hub_inputs, error_message, parse, removed_on_error, setup_logging
-from j1.demo_spec import DemoSpec
+from j1.demo.spec import DemoSpec
 
 
 def train_argv(cfg: DemoSpec, out: Path) -> list[str]:
@@ -19,7 +19,7 @@ def train_argv(cfg: DemoSpec, out: Path) -> list[str]:
     >>> train_argv(NS(base_model="m", progress=True, train_bf16=False, train_argv=["--max_steps", "1"]), Path("d"))[2:]
     ['--model_name_or_path', 'm', '--train_file', 'd/data/train.jsonl', '--output_dir', 'd/train', '--max_steps', '1']
     """
-    from j1.demo import RECIPE
+    from j1.demo.shipped import RECIPE
 
     argv = ["--config", str(RECIPE), "--model_name_or_path", cfg.base_model,
             "--train_file", str(out / "data" / "train.jsonl"), "--output_dir", str(out / "train")]
@@ -36,8 +36,8 @@ def main(argv: Sequence[str]) -> int:
         train = parse_train(train_argv(cfg, Path(cfg.out)), prog="j1 demo --train_args")
     check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.demo import run_demo
-    from j1.demo_report import group_table, markdown_table
+    from j1.demo.report import group_table, markdown_table
+    from j1.demo.runner import run_demo
     from j1.eval.runner import TooManyErrors
     from j1.schema import RowError
 

@@ -9,43 +9,32 @@ from pathlib import Path
 
 from j1.cli import common
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs import EvalConfig, ScoreConfig
+from j1.eval.spec import EvalSpec, ScoreSpec
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(EvalConfig, argv, prog="j1 eval")
+    cfg = parse(EvalSpec, argv, prog="j1 eval")
     common.check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.eval.runner import TooManyErrors, plan_eval, run_eval
-    from j1.schema import RowError
+    from j1.eval.runner import plan_eval, run_eval
 
     if cfg.dry_run:  # no model, no folder: the data read and the run's size printed
         json.dump(plan_eval(cfg), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
 
-    try:
-        # The backend is built only if something is left to judge; the CLI supplies the API key.
-        with common.removed_on_error(cfg.out):  # a failed start leaves no empty run folder
-            metrics = run_eval(cfg, open_backend=lambda: common.build_backend(cfg))
-    except TooManyErrors as exc:
-        sys.stderr.write(f"j1 eval: {exc}\n")
-        return 1
-    except (RowError, OSError, ValueError, RuntimeError) as exc:
-        # Bad data, a missing file, a run folder in use, an unreachable server: the message says
-        # what and where; a traceback would only bury it.
-        sys.stderr.write(f"j1 eval: error: {common.error_message(exc)}\n")
-        return 2
-    _record_in_manifest(cfg, metrics)
-    json.dump({k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]},
-              sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
+    def summary(metrics: dict) -> dict:
+        _record_in_manifest(cfg, metrics)
+        return {k: metrics[k] for k in ("benchmark", "format", "model", "n")} | {"overall": metrics["overall"]}
+
+    # The backend is built only if something is left to judge; the CLI supplies the API key.
+    return common.run_command("j1 eval", cfg.out, lambda: run_eval(cfg, open_backend=lambda: common.build_backend(cfg)),
+                              summary)
 
 
-def _record_in_manifest(cfg: EvalConfig, metrics: dict) -> None:
+def _record_in_manifest(cfg: EvalSpec, metrics: dict) -> None:
     """A judge folder of the user's (not a shipped one) keeps what it reached in its judge.json."""
-    from j1.judges import SHIPPED, judge_folder, record_metrics
+    from j1.judging.judges import SHIPPED, judge_folder, record_metrics
 
     folder = None if cfg.base_url or cfg.model in SHIPPED else judge_folder(cfg.model)
     if folder is None:
@@ -62,7 +51,7 @@ def score_main(argv: Sequence[str]) -> int:
     argv = list(argv)
     if argv and not argv[0].startswith("-"):  # j1 score DIR
         argv = ["--run_dir", argv[0], *argv[1:]]
-    cfg = parse(ScoreConfig, argv, prog="j1 score")
+    cfg = parse(ScoreSpec, argv, prog="j1 score")
     setup_logging()
     from j1.eval.rescore import rescore
 

@@ -27,11 +27,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.atomic import temp_file_beside
 from j1.cli.common import parse, removed_on_error, setup_logging
-from j1.cli.configs.export import ExportVerlConfig
 from j1.export.spec import ExportJudgeSpec
-from j1.runinfo import RunFolder
+from j1.integrations.verl_spec import ExportVerlSpec
+from j1.runs.atomic import temp_file_beside
+from j1.runs.runinfo import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def write_parquet_atomic(rows: list[dict], path: Path) -> None:
         raise
 
 
-def run_export_verl(cfg: ExportVerlConfig) -> dict:
+def run_export_verl(cfg: ExportVerlSpec) -> dict:
     """Export every ``cfg.pairs`` file to ``cfg.out/<stem>.parquet``; returns run.json's content."""
     from j1.train.data import load_pairs
 
@@ -158,7 +158,7 @@ def main(argv: Sequence[str]) -> int:
             g = record["gguf"]
             sys.stdout.write(f"{cfg.gguf}: {g['qtype']} GGUF of {cfg.model}, {g['bytes'] / 1e6:.0f} MB\n")
         return 0
-    cfg = parse(ExportVerlConfig, argv[1:], prog=prog)
+    cfg = parse(ExportVerlSpec, argv[1:], prog=prog)
     setup_logging()
     with removed_on_error(cfg.out):  # a failed write leaves no empty folder
         run_export_verl(cfg)

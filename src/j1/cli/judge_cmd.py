@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from j1.cli.common import build_backend, check_hub_inputs, parse, setup_logging
-from j1.cli.configs import JudgeConfig
 from j1.formats import get_format
-from j1.judge import (
+from j1.judging.judge import (
     Judgment,
     Sample,
     first_error,
@@ -20,11 +19,12 @@ from j1.judge import (
     low_confidence,
     to_json,
 )
-from j1.judges import warn_untrained_inputs
+from j1.judging.judges import warn_untrained_inputs
+from j1.judging.spec import JudgeSpec
 from j1.pairs import Order, Verdict
 
 
-def run(cfg: JudgeConfig) -> Judgment | dict:
+def run(cfg: JudgeSpec) -> Judgment | dict:
     return judge_with_margin(cfg)[0]
 
 
@@ -32,8 +32,8 @@ def run(cfg: JudgeConfig) -> Judgment | dict:
 MARGIN_LOGPROBS = 5
 
 
-def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
-    """The judgment, and for a pav judge its verdict's log-odds margin for A: locally ``j1.probe.pair_margins``
+def judge_with_margin(cfg: JudgeSpec) -> tuple[Judgment | dict, float | None]:
+    """The judgment, and for a pav judge its verdict's log-odds margin for A: locally ``j1.probe.runner.pair_margins``
     (a second pass over the pair, so only ``j1 judge`` reads it, not the reward server); served, from the
     engine's logprobs at the verdict token when it returns them; None otherwise."""
     fmt = get_format(cfg.format, cfg.template)
@@ -45,14 +45,14 @@ def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
         params = replace(params, logprobs=MARGIN_LOGPROBS)
     try:
         a, b = cfg.response_a, cfg.response_b
-        if cfg.truncate != "error":  # responses shortened to fit the judge's context (j1.limits)
+        if cfg.truncate != "error":  # responses shortened to fit the judge's context (j1.judging.limits)
             a, b = _fit(cfg, fmt, backend)
         if b is None:  # pointwise, one response
             return judge_single(backend, fmt, cfg.prompt, a, params, cfg.assistant_prefill, guide), None
         result = judge_pairs(backend, fmt, [(cfg.prompt, a, b)], params, cfg.assistant_prefill, [guide])[0]
         margin = judgment_margin(result)
         if fmt.name == "pav" and hasattr(backend, "model"):
-            from j1.probe import pair_margins
+            from j1.probe.runner import pair_margins
 
             (margin,) = pair_margins(backend.model, backend.tokenizer, [(cfg.prompt, a, b)], template=fmt.template_name,
                                      prefill=cfg.assistant_prefill, guides=[guide])
@@ -61,10 +61,10 @@ def judge_with_margin(cfg: JudgeConfig) -> tuple[Judgment | dict, float | None]:
         backend.close()
 
 
-def prompts_of(cfg: JudgeConfig, response_a: str, response_b: str | None) -> list[tuple[str, list[dict]]]:
+def prompts_of(cfg: JudgeSpec, response_a: str, response_b: str | None) -> list[tuple[str, list[dict]]]:
     """``[(slot, messages)]``: the judge prompts of ``j1 judge`` as the backend gets them (both orders of a pair,
     or each response alone; one response: slot A), with the criteria, reference and prefill."""
-    from j1.chat import with_prefill
+    from j1.judging.chat import with_prefill
     from j1.pairs import render_both
 
     fmt = get_format(cfg.format, cfg.template)
@@ -75,7 +75,7 @@ def prompts_of(cfg: JudgeConfig, response_a: str, response_b: str | None) -> lis
     return [(slot, with_prefill(m, cfg.assistant_prefill)) for slot, m in rendered]
 
 
-def show_prompts(cfg: JudgeConfig) -> str:
+def show_prompts(cfg: JudgeSpec) -> str:
     """``--show_prompt``: each judge prompt, its messages one by one under their role (an assistant message is
     the prefill the judge continues)."""
     lines = []
@@ -88,9 +88,9 @@ def show_prompts(cfg: JudgeConfig) -> str:
     return "\n".join(lines)
 
 
-def _fit(cfg: JudgeConfig, fmt, backend) -> tuple[str, str | None]:
+def _fit(cfg: JudgeSpec, fmt, backend) -> tuple[str, str | None]:
     """The responses as the judge will read them under ``--truncate left|middle`` (both orders must fit)."""
-    from j1.limits import ContextLimit, PromptFitter
+    from j1.judging.limits import ContextLimit, PromptFitter
 
     def prompts(task: dict) -> list:
         return [m for _, m in prompts_of(cfg, task["response_a"], task.get("response_b"))]
@@ -150,7 +150,7 @@ def render_text(result: Judgment | dict) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(JudgeConfig, argv, prog="j1 judge")
+    cfg = parse(JudgeSpec, argv, prog="j1 judge")
     if cfg.show_prompt:  # what the judge would read; no model is loaded
         if cfg.json:
             prompts = [{"slot": slot, "messages": m} for slot, m in prompts_of(cfg, cfg.response_a, cfg.response_b)]

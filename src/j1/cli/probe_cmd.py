@@ -1,4 +1,4 @@
-"""``j1 probe``: how much a pav or pos judge's preference depends on content, read from its logits (j1.probe)."""
+"""``j1 probe``: how much a pav or pos judge's preference depends on content, read from its logits (j1.probe.runner)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import sys
 from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, parse, setup_logging
-from j1.cli.configs import ProbeConfig
+from j1.probe.spec import ProbeSpec
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(ProbeConfig, argv, prog="j1 probe")
+    cfg = parse(ProbeSpec, argv, prog="j1 probe")
     check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
-    from j1.probe import run_probe
+    from j1.probe.runner import run_probe
 
     # Bad data, a missing model folder, an adapter with no base: j1 (cli.common.run_reporting_errors)
     # prints the message in one line.

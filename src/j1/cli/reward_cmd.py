@@ -12,11 +12,11 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from j1.atomic import write_jsonl_atomic
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs import RewardConfig
 from j1.rewards import Rollout, check_rollout, score_rollouts
 from j1.rewards.core import default_consistency_weight, reward_format
+from j1.rewards.spec import RewardSpec
+from j1.runs.atomic import write_jsonl_atomic
 from j1.schema import RowError, iter_jsonl, require
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def read_rollouts(path: str, fmt: str) -> tuple[list[dict], list[Rollout]]:
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(RewardConfig, argv, prog="j1 reward")
+    cfg = parse(RewardSpec, argv, prog="j1 reward")
     setup_logging()
     rows, rollouts = read_rollouts(cfg.input, cfg.format)
     w_cons = default_consistency_weight(cfg.format) if cfg.consistency_weight is None else cfg.consistency_weight

@@ -19,8 +19,8 @@ import time
 from collections.abc import Sequence
 
 from j1.cli.common import parse, setup_logging
-from j1.cli.configs import ServeConfig
 from j1.device import serve_batch
+from j1.serve.spec import ServeSpec
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def _enforce_stop(server, batcher, grace: float, returned: threading.Event, code
 
 
 def main(argv: Sequence[str]) -> int:
-    cfg = parse(ServeConfig, argv, prog="j1 serve")
+    cfg = parse(ServeSpec, argv, prog="j1 serve")
     setup_logging()
     try:
         import uvicorn
@@ -125,7 +125,7 @@ def main(argv: Sequence[str]) -> int:
     settings = ServerSettings(
         max_batch=serve_batch(cfg.max_batch, device), max_queue=cfg.max_queue, batch_wait_s=cfg.batch_wait_ms / 1000,
         max_body_bytes=cfg.max_body_bytes, api_key=key, request_timeout_s=cfg.request_timeout,
-        shutdown_timeout_s=cfg.shutdown_timeout, max_context=cfg.max_context, truncate=cfg.truncate,
+        shutdown_timeout_s=cfg.shutdown_timeout, truncate=cfg.truncate,
         error_reward=cfg.error_reward, group_opponents=cfg.group_opponents)
     try:
         app = create_app(judge, settings)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j1.cli.common import build_backend, check_hub_inputs, parse, removed_on_error, setup_logging
-from j1.cli.configs import MixConfig, SynthChatConfig, SynthMathConfig, SynthMismatchConfig
+from j1.data.spec import MixSpec, SynthChatSpec, SynthMathSpec, SynthMismatchSpec
 
 SUBCOMMANDS = {
     "math": "verified math pairs: N sampled solutions, a right one vs a wrong one",
@@ -33,7 +33,7 @@ def usage() -> str:
     return f"usage: j1 synth {{{','.join(SUBCOMMANDS)}}} [options]   (j1 synth SUB --help)\n\n{rows}\n"
 
 
-def run_math(cfg: SynthMathConfig) -> dict:
+def run_math(cfg: SynthMathSpec) -> dict:
     from j1.data.sources import load_math_problems, source_name
     from j1.data.store import PairStore, run_entry, run_folder
     from j1.data.synth_math import KIND, sample_counts_from_store, synth_math
@@ -63,10 +63,10 @@ def run_math(cfg: SynthMathConfig) -> dict:
 
 def _rows(backend) -> int:
     """A local backend's rows per batch (set by the device when the flag is unset)."""
-    return getattr(backend, "max_batch_rows", None) or 32
+    return getattr(backend, "batch_rows", None) or 32
 
 
-def build_judge(cfg: SynthChatConfig):
+def build_judge(cfg: SynthChatSpec):
     """The reference judge of ``--verify-with`` (None without it); 'embedded' = the default model."""
     if not cfg.verify_with:
         return None
@@ -75,11 +75,11 @@ def build_judge(cfg: SynthChatConfig):
     model = None if cfg.verify_with == "embedded" else cfg.verify_with
     api_key = os.environ.get(cfg.api_key_env) if cfg.verify_base_url else None
     kwargs = dict(concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries) \
-        if cfg.verify_base_url else dict(max_batch_rows=cfg.batch_rows, dtype=cfg.dtype)
+        if cfg.verify_base_url else dict(batch_rows=cfg.batch_rows, dtype=cfg.dtype)
     return make_backend(model, cfg.verify_base_url, api_key=api_key, **kwargs)
 
 
-def run_chat(cfg: SynthChatConfig) -> dict:
+def run_chat(cfg: SynthChatSpec) -> dict:
     from j1.data.filters import Embedder
     from j1.data.sources import load_chat_prompts, source_name
     from j1.data.store import PairStore, run_entry, run_folder
@@ -123,12 +123,12 @@ def _rewrite_checks(store) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def run_mismatch(cfg: SynthMismatchConfig) -> dict:
+def run_mismatch(cfg: SynthMismatchSpec) -> dict:
     """Write the mismatch pair file and OUT.run.json; returns the counts (see :mod:`j1.data.mismatch`)."""
-    from j1.atomic import write_jsonl_atomic
     from j1.data.mismatch import mismatch_pairs
     from j1.data.sources import load_math_problems, source_name
     from j1.data.store import run_folder
+    from j1.runs.atomic import write_jsonl_atomic
 
     started = time.time()
     problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
@@ -141,7 +141,7 @@ def run_mismatch(cfg: SynthMismatchConfig) -> dict:
     return stats
 
 
-def run_mix(cfg: MixConfig) -> dict:
+def run_mix(cfg: MixSpec) -> dict:
     from j1.data.mix import run_mix_config
 
     return run_mix_config(cfg)
@@ -189,7 +189,7 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-CONFIGS = {"math": SynthMathConfig, "chat": SynthChatConfig, "mismatch": SynthMismatchConfig, "mix": MixConfig}
+CONFIGS = {"math": SynthMathSpec, "chat": SynthChatSpec, "mismatch": SynthMismatchSpec, "mix": MixSpec}
 
 
 def _summary(sub: str, cfg) -> str:

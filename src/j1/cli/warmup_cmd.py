@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from j1.cli.common import check_hub_inputs, removed_on_error, setup_logging
-from j1.cli.configs import WarmupConfig
 from j1.cli.trl_args import check_inputs, parse_with_trl
+from j1.train.spec import WarmupSpec
 
 DESCRIPTION = ("SFT before J1 GRPO: label-free, to teach a model the judge output format (random verdicts, "
                "short thoughts), or --verdicts gold, to start it on the task; with the valid-output rate and "
@@ -16,10 +16,10 @@ DESCRIPTION = ("SFT before J1 GRPO: label-free, to teach a model the judge outpu
 
 
 def parse_warmup(argv: Sequence[str], prog: str = "j1 warmup"):
-    """(WarmupConfig, SFTConfig, ModelConfig) from ``--config FILE.yaml`` and flags."""
+    """(WarmupSpec, SFTConfig, ModelConfig) from ``--config FILE.yaml`` and flags."""
     from trl import ModelConfig, SFTConfig
 
-    return parse_with_trl([WarmupConfig, SFTConfig, ModelConfig], argv, prog=prog, description=DESCRIPTION)
+    return parse_with_trl([WarmupSpec, SFTConfig, ModelConfig], argv, prog=prog, description=DESCRIPTION)
 
 
 def main(argv: Sequence[str]) -> int:

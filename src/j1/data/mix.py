@@ -23,7 +23,7 @@ orders of a pair on consecutive lines::
 - ``order`` says how the judge is shown them: ``AB`` = response_a first, ``BA`` = response_b first
   (``j1.pairs.render_both``).
 - ``label`` names the better response in the original placement ("A" = ``response_a``), identical
-  on both lines. That is the convention of ``j1.judge``: ``to_sample(fmt, completion, order)``
+  on both lines. That is the convention of ``j1.judging.judge``: ``to_sample(fmt, completion, order)``
   maps a parsed verdict back to the original responses, so the reward is
   ``to_sample(...).verdict == label``.
 - ``label_shown`` is the better response's position *as shown* in this line (equal to ``label`` for
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # both_orders (a pair's seeded A/B placement) lives in j1.schema, beside the records it maps.
-from j1.atomic import remove_stale_temps, write_jsonl_atomic
+from j1.runs.atomic import remove_stale_temps, write_jsonl_atomic
 from j1.schema import PairRecord, both_orders, read_pairs
 
 if TYPE_CHECKING:
@@ -146,8 +146,8 @@ OUTPUTS = ("train.jsonl", "heldout.jsonl", "mix.stats.json", "mix.run.json")
 
 def run_mix_config(cfg: MixSpec) -> dict:
     """Run ``j1 synth mix`` for a :class:`j1.data.spec.MixSpec`; returns its stats."""
-    from j1.atomic import write_json_atomic
-    from j1.runinfo import RunFolder
+    from j1.runs.atomic import write_json_atomic
+    from j1.runs.runinfo import RunFolder
 
     started = time.time()
     train, heldout, per_input = mix(cfg.inputs, cfg.heldout_fraction, cfg.seed, cfg.exclude)

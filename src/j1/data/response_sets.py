@@ -92,8 +92,8 @@ def response_sets(problems: Sequence[Problem], *, n: int, max_words: int, seed: 
 
 def main(argv: Sequence[str]) -> int:
     """``python -m j1.data.response_sets GSM8K.jsonl OUT.jsonl [N]``: the shipped file's recipe."""
-    from j1.atomic import write_jsonl_atomic
     from j1.data.sources import load_math_problems
+    from j1.runs.atomic import write_jsonl_atomic
 
     source, out = argv[0], argv[1]
     n = int(argv[2]) if len(argv) > 2 else 24

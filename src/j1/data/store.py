@@ -23,8 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from j1.atomic import JsonlAppender, remove_stale_temps, write_json_atomic
-from j1.runinfo import RunFolder
+from j1.runs.atomic import JsonlAppender, remove_stale_temps, write_json_atomic
+from j1.runs.runinfo import RunFolder
 from j1.schema import Dropped, PairRecord, iter_jsonl, require
 
 log = logging.getLogger(__name__)

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from j1.atomic import JsonlAppender
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.data import filters
 from j1.data.sources import Problem
 from j1.data.store import PairStore, side_path
+from j1.runs.atomic import JsonlAppender
 from j1.schema import SCHEMA_VERSION, Dropped, PairRecord, iter_jsonl
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def rewrite_criteria(original: str, rewrite: str) -> str | None:
 
 @dataclass
 class ChatOptions:
-    """Everything ``synth_chat`` needs besides the backends (built by the CLI from SynthChatConfig)."""
+    """Everything ``synth_chat`` needs besides the backends (built by the CLI from SynthChatSpec)."""
 
     answer: SamplingParams
     rewrite: SamplingParams
@@ -195,7 +195,7 @@ def synth_chat(
     """Make chat pairs for every prompt not yet in ``store``; returns counts of every rewrite
     candidate's check result (``kept`` or a drop reason) in this call."""
     from j1.formats import get_format
-    from j1.judge import assemble
+    from j1.judging.judge import assemble
     from j1.pairs import render_both, slots
 
     fmt = get_format(opts.judge_format)

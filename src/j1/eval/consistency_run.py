@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from j1.atomic import write_jsonl_atomic
 from j1.backends import Backend, SamplingParams, make_backend
 from j1.data.pairs_io import prompt_text, response_list
 from j1.eval import consistency as C
@@ -27,7 +26,9 @@ from j1.eval.items import Item, item_prompts
 from j1.eval.results import pair_view, write_results
 from j1.eval.runner import judge_run, judged_slots, open_run, plan
 from j1.eval.scoring import read_judgments
+from j1.eval.spec import SHIPPED_SETS
 from j1.formats import get_format
+from j1.runs.atomic import write_jsonl_atomic
 from j1.schema import RowError, read_json_rows, require
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ASSETS_DATA = Path(__file__).resolve().parents[1] / "assets" / "data"
-SHIPPED_SETS = ASSETS_DATA / "consistency_gsm8k.jsonl"
 # Settings that must match for --resume, beyond those j1 eval checks.
 EXTRA_RESUME_KEYS = ("responses", "sampler_model")
 
@@ -149,7 +148,7 @@ def write_consistency_results(path: Path, items: list[Item], fmt, records: dict,
 
 def run_consistency(cfg: ConsistencySpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None,
                     open_sampler: Callable[[], Backend] | None = None) -> dict:
-    """Run ``j1 consistency`` for a ConsistencyConfig; returns the metrics (see ``run_eval`` for the
+    """Run ``j1 consistency`` for a ConsistencySpec; returns the metrics (see ``run_eval`` for the
     backend arguments; ``open_sampler`` builds the ``--sampler-model`` backend)."""
     folder = open_run(cfg, "consistency", stale=("metrics.json", "report.md", "results.jsonl"),
                       extra_keys=EXTRA_RESUME_KEYS)

@@ -5,17 +5,17 @@ matrix of each prompt, then IPI, TOV and intransitive triples (``j1.eval.consist
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
-from j1.atomic import write_json_atomic
 from j1.eval import consistency as C
 from j1.eval.items import pair_slot
 from j1.eval.metrics import scaling_ks
 from j1.eval.scoring import ItemRecord, read_judgments
 from j1.formats import JudgeFormat, get_format
-from j1.judge import majority, mean_score, to_sample
+from j1.judging.judge import majority, mean_score, to_sample
 from j1.pairs import flip_rate, flipped
+from j1.runs.atomic import write_json_atomic
+from j1.runs.runinfo import RunFolder
 
 
 def verdict_matrix(fmt: JudgeFormat, rec: ItemRecord, k_samples: int) -> list[list[int | None]]:
@@ -95,7 +95,7 @@ def score_consistency(out_dir: Path, *, n_boot: int = 1000) -> dict:
     """(Re)compute DIR/metrics.json and DIR/report.md of a consistency run from its judgments."""
     from j1.eval.report_extra import write_consistency_report
 
-    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    run = RunFolder.read(out_dir)
     cfg = run["config"]
     metrics = compute_consistency_metrics(
         get_format(cfg["format"], cfg.get("template", "full")), read_judgments(out_dir / "judgments.jsonl"),

@@ -27,16 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
-from j1.atomic import write_json_atomic
 from j1.eval import rb2_rules as R
+from j1.eval.benchmarks.base import Asking
 from j1.eval.metrics import scaling_ks
 from j1.eval.rb2_rules import FOURWAY_SLOT, arrangement, fourway_names, rotation_positions, uses_ratings
 from j1.eval.scoring import ItemRecord, read_judgments
 from j1.eval.stats import as_list, bootstrap_samples, percentile_ci
 from j1.formats import get_format
 from j1.formats.fourway import POSITIONS, pick
-from j1.judge import mean_score, to_sample
+from j1.judging.judge import mean_score, to_sample
 from j1.pairs import flip_rate, flipped, plurality
+from j1.runs.atomic import write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -275,16 +276,16 @@ def score_rb2_run(out_dir: str | Path, run: dict, *, n_boot: int = 1000) -> dict
     return metrics
 
 
-def rb2_view(item, rec: ItemRecord | None, cfg, k: int, thoughts: bool = True):
+def rb2_view(item, rec: ItemRecord | None, asking: Asking, k: int, thoughts: bool = True):
     """The results.jsonl view of a RewardBench 2 item (``j1.eval.results.View``): one entry per four-way
     rotation (the four answers as shown, the pick, right when it is the chosen answer) or per rated
     answer; no pairs (the item is not judged pair by pair); accuracy = the official credit of rotation 1
     (None for Ties, which is scored over prompts), consistent = the chosen answer picked in every rotation."""
     from j1.eval.results import View, entry, slot_samples
-    from j1.judge import Sample
+    from j1.judging.judge import Sample
 
-    mode, rotations, seed = cfg.rb2_mode, cfg.rb2_rotations, cfg.seed
-    template = getattr(cfg, "template", None) or "full"
+    mode, rotations, seed = asking.rb2_mode, asking.rb2_rotations, asking.seed
+    template = asking.template or "full"
     judgments = []
     if uses_ratings(item.category, mode):
         pos = get_format("pos", template)

@@ -4,24 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j1.atomic import write_text_atomic
+from j1.eval.cells import interval, pct
 from j1.eval.stats import MIN_CI_N
-
-
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
+from j1.runs.atomic import write_text_atomic
 
 
 def _ci(ci) -> str:
     # metrics.json holds null where the items are too few for an interval (j1.eval.stats.MIN_CI_N)
-    return f"n < {MIN_CI_N}" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    return interval(ci, f"n < {MIN_CI_N}")
 
 
 def _row(name: str, b: dict) -> str:
     order = b.get("order_accuracy") or {}
-    cells = [name, str(b["n"]), _pct(b["accuracy"]), _ci(b["accuracy_ci"]), _pct(b["consistent_accuracy"]),
-             _ci(b["consistent_accuracy_ci"]), _pct(order.get("AB")), _pct(order.get("BA")), _pct(b["flip_rate"]),
-             _pct(b["tie_rate"]), _pct(b["invalid_rate"])]
+    cells = [name, str(b["n"]), pct(b["accuracy"]), _ci(b["accuracy_ci"]), pct(b["consistent_accuracy"]),
+             _ci(b["consistent_accuracy_ci"]), pct(order.get("AB")), pct(order.get("BA")), pct(b["flip_rate"]),
+             pct(b["tie_rate"]), pct(b["invalid_rate"])]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -35,7 +32,7 @@ INVALID_WARN = 0.05
 
 def _beside(b: dict) -> str:
     """What every headline accuracy is shown with: consistent accuracy and invalid rate."""
-    return f"consistent {_pct(b['consistent_accuracy'])}, invalid {_pct(b['invalid_rate'])}"
+    return f"consistent {pct(b['consistent_accuracy'])}, invalid {pct(b['invalid_rate'])}"
 
 
 def report_warnings(metrics: dict) -> list[str]:
@@ -47,15 +44,15 @@ def report_warnings(metrics: dict) -> list[str]:
     o = metrics["overall"]
     out = []
     if o["invalid_rate"] is not None and o["invalid_rate"] > INVALID_WARN:
-        out.append(f"{_pct(o['invalid_rate'])}% of the verdicts are invalid (no parseable verdict), above "
-                   f"{_pct(INVALID_WARN)}%: the accuracy measures the output format as much as the judging; "
+        out.append(f"{pct(o['invalid_rate'])}% of the verdicts are invalid (no parseable verdict), above "
+                   f"{pct(INVALID_WARN)}%: the accuracy measures the output format as much as the judging; "
                    "judgments.jsonl has each invalid text.")
     bench = BENCHMARKS.get(metrics["benchmark"])
     rule = get_scorer(bench.scheme).rewards_invalid if bench is not None else None
     if rule and o["invalid_rate"]:
-        out.append(f"{rule} With {_pct(o['invalid_rate'])}% invalid verdicts, its accuracy "
-                   f"{_pct(o['accuracy'])}% overstates the judge; the consistent accuracy (right in both "
-                   f"orders) is {_pct(o['consistent_accuracy'])}%.")
+        out.append(f"{rule} With {pct(o['invalid_rate'])}% invalid verdicts, its accuracy "
+                   f"{pct(o['accuracy'])}% overstates the judge; the consistent accuracy (right in both "
+                   f"orders) is {pct(o['consistent_accuracy'])}%.")
     return out
 
 
@@ -74,7 +71,7 @@ def render_markdown(metrics: dict, run: dict, plots: list[str], examples: list[s
         f"max_new_tokens {cfg.get('max_new_tokens')}, seed {cfg.get('seed')}",
         f"- git {run.get('git', {}).get('revision')}, started {run.get('started')}",
         "",
-        f"**accuracy {_pct(o['accuracy'])}** (the benchmark's rule) · {_beside(o)}",
+        f"**accuracy {pct(o['accuracy'])}** (the benchmark's rule) · {_beside(o)}",
         "",
         *[f"> **Warning:** {w}\n" for w in report_warnings(metrics)],
         "All numbers are percentages. accuracy = the benchmark's own scoring; consistent = right in both "
@@ -88,16 +85,16 @@ def render_markdown(metrics: dict, run: dict, plots: list[str], examples: list[s
         _row("overall", o),
     ]
     if "easy" in o:
-        lines += ["", f"RM-Bench levels: easy {_pct(o['easy'])}, normal {_pct(o['normal'])}, hard {_pct(o['hard'])} "
+        lines += ["", f"RM-Bench levels: easy {pct(o['easy'])}, normal {pct(o['normal'])}, hard {pct(o['hard'])} "
                   f"(overall {_beside(o)})"]
     if "sections" in o:
-        secs = ", ".join(f"{k} {_pct(v)}" for k, v in o["sections"].items())
+        secs = ", ".join(f"{k} {pct(v)}" for k, v in o["sections"].items())
         lines += ["", f"RewardBench sections: {secs} (score = their mean; overall {_beside(o)})"]
     lines += ["", "## Per category", "", HEADER]
     lines += [_row(c, b) for c, b in metrics["categories"].items()]
     if any("easy" in b for b in metrics["categories"].values()):
         lines += ["", "| category | easy | normal | hard |", "|---|---:|---:|---:|"]
-        lines += [f"| {c} | {_pct(b['easy'])} | {_pct(b['normal'])} | {_pct(b['hard'])} |"
+        lines += [f"| {c} | {pct(b['easy'])} | {pct(b['normal'])} | {pct(b['hard'])} |"
                   for c, b in metrics["categories"].items()]
     lines += ["", "## Test-time scaling (first k samples of the same generations)", ""]
     if len(metrics["scaling"]) < 2:

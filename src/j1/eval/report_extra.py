@@ -8,15 +8,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from j1.atomic import write_text_atomic
-
-
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
-
-
-def _ci(ci) -> str:
-    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+from j1.eval.cells import interval, pct
+from j1.runs.atomic import write_text_atomic
 
 
 def _num(x, ci=None, digits: int = 2) -> str:
@@ -98,10 +91,10 @@ CONS_HEADER = ("| | n | IPI | 95% CI | TOV (pairs) | 95% CI | TOV rate | intrans
 
 
 def _cons_row(name: str, b: dict) -> str:
-    cells = [name, str(b["n"]), _pct(b["ipi"]), _ci(b["ipi_ci"]), _num(b["tov"]), _num(None) if not b.get("tov_ci")
-             else f"[{b['tov_ci'][0]:.2f}, {b['tov_ci'][1]:.2f}]", _pct(b["tov_rate"]),
-             f"{_pct(b['intransitive_rate'])} ({b['intransitive_triples']}/{b['determined_triples']})",
-             _pct(b.get("flip_rate")), _pct(b.get("first_shown_rate")), _pct(b["invalid_rate"])]
+    cells = [name, str(b["n"]), pct(b["ipi"]), interval(b["ipi_ci"]), _num(b["tov"]), _num(None) if not b.get("tov_ci")
+             else f"[{b['tov_ci'][0]:.2f}, {b['tov_ci'][1]:.2f}]", pct(b["tov_rate"]),
+             f"{pct(b['intransitive_rate'])} ({b['intransitive_triples']}/{b['determined_triples']})",
+             pct(b.get("flip_rate")), pct(b.get("first_shown_rate")), pct(b["invalid_rate"])]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -128,8 +121,8 @@ def render_consistency(metrics: dict, run: dict, plots: list[str], examples: lis
     ]
     lines += [_cons_row(f"k={s}", b) for s, b in metrics["scaling"].items()]
     lines += ["", "## Per prompt", "", "| prompt | IPI | TOV | intransitive | invalid |", "|---|---:|---:|---:|---:|"]
-    lines += [f"| {p['id']} | {_pct(p['ipi'])} | {p['tov']} | {p['intransitive']}/{p['determined_triples']} | "
-              f"{_pct(p['invalid_rate'])} |" for p in metrics["per_prompt"]]
+    lines += [f"| {p['id']} | {pct(p['ipi'])} | {p['tov']} | {p['intransitive']}/{p['determined_triples']} | "
+              f"{pct(p['invalid_rate'])} |" for p in metrics["per_prompt"]]
     lines += [""] + [f"![{p}]({p})" for p in plots] + list(examples)
     return "\n".join(lines) + "\n"
 
@@ -226,7 +219,7 @@ def compare_table(rows: list[dict]) -> str:
             cells.append(str(r.get("n", "–")))
             for key, _ in cols[b]:
                 ci = r.get("consistent_accuracy_ci") if key == "consistent_accuracy" else None
-                cells.append(_pct(r.get(key)) + (f" {_ci(ci)}" if ci else ""))
+                cells.append(pct(r.get(key)) + (f" {interval(ci)}" if ci else ""))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -238,9 +231,9 @@ RB2_HEADER = ("| | n | score | 95% CI | rotation mean | 95% CI | consistent | 95
 
 
 def _rb2_row(name: str, b: dict) -> str:
-    cells = [name, str(b["n"]), _pct(b["accuracy"]), _ci(b["accuracy_ci"]), _pct(b["rotation_accuracy"]),
-             _ci(b["rotation_accuracy_ci"]), _pct(b["consistent_accuracy"]), _ci(b["consistent_accuracy_ci"]),
-             _pct(b.get("flip_rate")), _pct(b["invalid_rate"])]
+    cells = [name, str(b["n"]), pct(b["accuracy"]), interval(b["accuracy_ci"]), pct(b["rotation_accuracy"]),
+             interval(b["rotation_accuracy_ci"]), pct(b["consistent_accuracy"]), interval(b["consistent_accuracy_ci"]),
+             pct(b.get("flip_rate")), pct(b["invalid_rate"])]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -274,14 +267,14 @@ def render_rb2(metrics: dict, run: dict, plots: list[str], examples: list[str] =
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c, b in slots.items():
             s, p = b["slot_accuracy"], b["pick_rate"]
-            lines.append(f"| {c} | " + " | ".join(_pct(s[q]) for q in "ABCD") + " | "
-                         + " | ".join(_pct(p[q]) for q in "ABCD") + " |")
+            lines.append(f"| {c} | " + " | ".join(pct(s[q]) for q in "ABCD") + " | "
+                         + " | ".join(pct(p[q]) for q in "ABCD") + " |")
     ties = metrics["categories"].get("Ties", {}).get("ties")
     if ties:
         lines += ["", "### Ties", "",
-                  f"tied accuracy {_pct(ties['tied_accuracy'])}, ref accuracy {_pct(ties['ref_accuracy'])}, tied "
-                  f"margin > spread {_pct(ties['correctness_preferred'])}, min margin > spread "
-                  f"{_pct(ties['correctness_preferred_hard'])}, tanh term {ties['margin_score']:.3f}; "
+                  f"tied accuracy {pct(ties['tied_accuracy'])}, ref accuracy {pct(ties['ref_accuracy'])}, tied "
+                  f"margin > spread {pct(ties['correctness_preferred'])}, min margin > spread "
+                  f"{pct(ties['correctness_preferred_hard'])}, tanh term {ties['margin_score']:.3f}; "
                   f"{ties['ref']} ref and {ties['tied']} tied prompts, {ties['paired']} with both twins."]
     lines += ["", "## Test-time scaling (first k samples of the same generations)", "", RB2_HEADER]
     lines += [_rb2_row(f"k={k}", b) for k, b in metrics["scaling"].items()]

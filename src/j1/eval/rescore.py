@@ -6,8 +6,9 @@ line that names the file and what is wrong."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from j1.runs.runinfo import RunFolder
 
 # The command run.json records -> what rescoring it needs in run.json's config.
 RESCORED = {"eval": ("benchmark", "format", "samples", "seed"), "consistency": ("format", "samples", "seed"),
@@ -28,10 +29,7 @@ def run_record(run_dir: str | Path) -> dict:
             raise FileNotFoundError(f"{run_dir / need} not found; is {run_dir} a j1 eval, consistency or attack "
                                     "run folder?")
     path = run_dir / "run.json"
-    try:
-        run = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    run = RunFolder.read(run_dir)
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
         raise ValueError(f"{path}: field 'config' missing; not the run.json of a j1 run")
     command = run.get("command", "eval")  # a run.json from before commands were recorded is an eval run

@@ -18,13 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from j1.atomic import write_jsonl_atomic
 from j1.eval import metrics as M
 from j1.eval.items import Item, pair_slot, scored_responses
 from j1.eval.scoring import ItemRecord
 from j1.formats import JudgeFormat
-from j1.judge import Sample, compare_means, first_error, majority, mean_score, mean_scores, to_sample
+from j1.judging.judge import Sample, compare_means, first_error, majority, mean_score, mean_scores, to_sample
 from j1.pairs import ORDERS, Verdict, combine_orders, flipped
+from j1.runs.atomic import write_jsonl_atomic
 from j1.schema import ResultRecord
 
 NOT_JUDGED = "not judged (the run stopped before this prompt; --resume asks it)"

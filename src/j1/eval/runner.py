@@ -21,18 +21,19 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from j1.atomic import JsonlAppender, write_json_atomic
 from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
-from j1.chat import with_prefill
 from j1.eval.benchmarks import get_benchmark, load_items
+from j1.eval.benchmarks.base import Asking
 from j1.eval.items import Item, input_counts, item_prompts, keep_inputs
 from j1.eval.report import write_report
 from j1.eval.results import Viewer, pair_view, write_results
 from j1.eval.scoring import compute_metrics, judgment_line, read_judgments
 from j1.formats import get_format
-from j1.judge import judging
-from j1.judges import Manifest, warn_untrained_inputs
-from j1.runinfo import RunFolder
+from j1.judging.chat import with_prefill
+from j1.judging.judge import judging
+from j1.judging.judges import Manifest, warn_untrained_inputs
+from j1.runs.atomic import JsonlAppender, write_json_atomic
+from j1.runs.runinfo import RunFolder
 
 if TYPE_CHECKING:
     from j1.eval.spec import EvalSpec
@@ -174,9 +175,7 @@ def open_run(cfg, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str
 def score_run(out_dir: Path, *, n_boot: int = 1000) -> dict:
     """(Re)compute an eval run's DIR/metrics.json and DIR/report.md from DIR/judgments.jsonl and DIR/run.json
     (``j1 score`` goes through ``j1.eval.rescore``, which checks run.json first)."""
-    import json
-
-    run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    run = RunFolder.read(out_dir)
     cfg = run["config"]
     bench = get_benchmark(cfg["benchmark"])
     if bench.score is not None:  # a benchmark with its own rules writes its own metrics and report
@@ -231,10 +230,10 @@ def judge_run(cfg, folder: RunFolder, work: list[Work], total: int, *, counts: d
 def fit_items(items: list[Item], fmt, cfg, backend: Backend,
               prompts: Callable[[Item], list] | None = None) -> tuple[list[Item], int]:
     """With ``--truncate left|middle``: each item whose judge prompt cannot fit the judge's context has
-    its responses shortened until it does (``j1.limits``); returns the items and how many were. An item
+    its responses shortened until it does (``j1.judging.limits``); returns the items and how many were. An item
     that cannot fit even so stays whole: the backend refuses it and it counts invalid, with the reason."""
     from j1.backends import ContextTooLong
-    from j1.limits import ContextLimit, PromptFitter
+    from j1.judging.limits import ContextLimit, PromptFitter
 
     render = prompts or (lambda it: item_prompts(fmt, it))
     limit = ContextLimit(backend.context_window(), cfg.max_new_tokens, cfg.truncate)
@@ -282,6 +281,11 @@ def eval_items(cfg: EvalSpec, bench) -> list[Item]:
     return items if cfg.use_reference else keep_inputs(items, ())
 
 
+def asking(cfg: EvalSpec) -> Asking:
+    """The settings a benchmark that asks its own way reads (RewardBench 2's mode, rotations, seed, wording)."""
+    return Asking(seed=cfg.seed, template=cfg.template, rb2_mode=cfg.rb2_mode, rb2_rotations=cfg.rb2_rotations)
+
+
 def plan_eval(cfg: EvalSpec) -> dict:
     """``j1 eval --dry_run``: the run's size without a model or a folder: items (per category), judge prompts,
     completions (prompts x samples), the most completion tokens (x max_new_tokens), and the prompts'
@@ -296,7 +300,7 @@ def plan_eval(cfg: EvalSpec) -> dict:
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = eval_items(cfg, bench)
-    render = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
+    render = (lambda it: bench.prompts(it, asking(cfg))) if bench.prompts is not None else (lambda it: item_prompts(fmt, it))
     messages = [with_prefill(m, cfg.assistant_prefill) for it in items for _, m in render(it)]
     chars = sum(len(turn["content"]) for m in messages for turn in m)
     return {
@@ -314,15 +318,15 @@ def eval_view(bench, fmt, cfg) -> Viewer:
     """How results.jsonl reads an item of this benchmark: its own view (RewardBench 2), or pair by pair
     under its scoring rule, over all samples."""
     if bench.view is not None:
-        return lambda item, rec: bench.view(item, rec, cfg, cfg.samples, cfg.texts)
+        return lambda item, rec: bench.view(item, rec, asking(cfg), cfg.samples, cfg.texts)
     return lambda item, rec: pair_view(fmt, item, rec, k=cfg.samples, scheme=bench.scheme, thoughts=cfg.texts)
 
 
 def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
-    """Run ``j1 eval`` for an EvalConfig; returns the metrics.
+    """Run ``j1 eval`` for an EvalSpec; returns the metrics.
 
     Args:
-        cfg: the EvalConfig.
+        cfg: the EvalSpec.
         backend: a ready backend to judge with (tests, benchmarks); the caller closes it.
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
@@ -332,7 +336,7 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
     bench = get_benchmark(cfg.benchmark)
     fmt = get_format(cfg.format, cfg.template)
     items = eval_items(cfg, bench)
-    prompts = (lambda it: bench.prompts(it, cfg)) if bench.prompts is not None else None
+    prompts = (lambda it: bench.prompts(it, asking(cfg))) if bench.prompts is not None else None
     total = sum(len(prompts(it) if prompts else item_prompts(fmt, it)) for it in items)
     inputs = input_counts(items)
     log.info("%s: %d items%s", bench.name, len(items),

@@ -23,7 +23,7 @@ from pathlib import Path
 from j1.eval import metrics as M
 from j1.eval.items import pair_slot, required_slots
 from j1.formats import JudgeFormat
-from j1.judge import compare_means, majority, to_sample
+from j1.judging.judge import compare_means, majority, to_sample
 from j1.pairs import ORDERS
 from j1.schema import JudgmentLine, RowError, iter_jsonl
 

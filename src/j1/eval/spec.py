@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from j1.backends.spec import BackendArgs, SamplingArgs
+from j1.eval.benchmarks import BENCHMARKS, benchmark_choices
 from j1.formats import get_format, require_arity
-from j1.judge_spec import JudgeArgs
-from j1.run_spec import BootArgs, RunArgs
+from j1.judging.spec import JudgeArgs
+from j1.runs.spec import BootArgs, RunArgs
+
+# j1 consistency's default --data: GSM8K response sets that ship with j1.
+SHIPPED_SETS = Path(__file__).resolve().parents[1] / "assets" / "data" / "consistency_gsm8k.jsonl"
 
 
 @dataclass
 class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
     """``j1 eval``: judge a benchmark in its published schema and score it (see j1.eval)."""
 
-    benchmark: str | None = field(
-        default=None, metadata={"help": "judgebench, rmbench, rewardbench, ppe, followbencheval, llmbar, "
-                                "mtbench_human, pandalm, autoj, hh_rlhf, generic or rewardbench2."})
+    benchmark: str | None = field(default=None, metadata={"help": benchmark_choices()})
     data: str | None = field(
         default=None, metadata={"help": "Local JSONL/JSON/Parquet file, a Hugging Face dataset id (needs network), or "
                                 "a dataset folder downloaded from the Hub."})
@@ -54,8 +57,6 @@ class EvalSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
                                  "can cost (what docs/scale.md prices)."})
 
     def __post_init__(self) -> None:
-        from j1.eval.benchmarks import BENCHMARKS
-
         self._setup_judge()
         self._setup_rewardbench2()
         if self.benchmark is None:
@@ -158,8 +159,6 @@ class ConsistencySpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         self._setup_judge()
         self._judges_as_written("j1 consistency compares each response as written")
         if self.data is None and self.sampler_model is None:
-            from j1.eval.consistency_run import SHIPPED_SETS
-
             self.data = str(SHIPPED_SETS)
         require_arity(self.format, (1, 2), "j1 consistency")  # it judges pairs and single responses
         self._check_run("j1 consistency", "prompts")

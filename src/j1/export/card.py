@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from j1.eval.cells import interval, pct
+
 # The training settings a reader asks about first, from run.json's config (``j1`` and ``grpo`` sections).
 _RECIPE_KEYS = ("formulation", "template", "consistency", "advantage_groups", "loss_span", "lora_last_layers",
                 "init_adapter", "train_file")
@@ -14,14 +16,9 @@ _GRPO_KEYS = ("learning_rate", "per_device_train_batch_size", "num_generations",
               "max_steps", "num_train_epochs")
 
 
-def _pct(x: Any) -> str:
-    return "–" if not isinstance(x, int | float) else f"{100 * x:.1f}%"
-
-
 def _interval(ci: Any) -> str:
-    if not isinstance(ci, list | tuple) or len(ci) != 2 or not all(isinstance(v, int | float) for v in ci):
-        return ""
-    return f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    text = interval(ci, "")
+    return f" {text}" if text else ""
 
 
 def metrics_table(metrics: Mapping[str, Mapping[str, Any]]) -> str:
@@ -38,9 +35,9 @@ def metrics_table(metrics: Mapping[str, Mapping[str, Any]]) -> str:
     rows = ["| evaluation set | pairs | consistent accuracy [95% CI] | accuracy | flip rate | invalid |",
             "|---|---:|---:|---:|---:|---:|"]
     for key, m in metrics.items():
-        rows.append(f"| {key} | {m.get('n', '–')} | {_pct(m.get('consistent_accuracy'))}"
-                    f"{_interval(m.get('consistent_accuracy_ci'))} | {_pct(m.get('accuracy'))} | "
-                    f"{_pct(m.get('flip_rate'))} | {_pct(m.get('invalid_rate'))} |")
+        rows.append(f"| {key} | {m.get('n', '–')} | {pct(m.get('consistent_accuracy'), '%')}"
+                    f"{_interval(m.get('consistent_accuracy_ci'))} | {pct(m.get('accuracy'), '%')} | "
+                    f"{pct(m.get('flip_rate'), '%')} | {pct(m.get('invalid_rate'), '%')} |")
     return "\n".join(rows)
 
 
@@ -69,7 +66,7 @@ def judge_card(manifest, run: Mapping[str, Any], *, kind: str, base_hub_id: str 
     """The card of an exported judge.
 
     Args:
-        manifest: its ``j1.judges.Manifest`` (as exported).
+        manifest: its ``j1.judging.judges.Manifest`` (as exported).
         run: its training run's run.json (may be empty).
         kind: ``adapter``, ``merged`` or ``full``.
         base_hub_id: the base's hub id (an adapter's ``base_model`` in the front matter), None if local.

@@ -22,7 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
-from j1.judges import (
+from j1.judging.judges import (
     GGUF_MANIFEST_KEY,
     MANIFEST,
     Manifest,
@@ -32,6 +32,7 @@ from j1.judges import (
     load_model,
     write_manifest,
 )
+from j1.runs.runinfo import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,9 @@ CARD = "README.md"  # the judge card; PEFT's own template of that name is never 
 def source_run(folder: Path) -> dict | None:
     """The run.json that describes the judge in ``folder``: its own (a shipped judge), else its run's
     (``final/`` and ``checkpoint-N/`` sit in the ``j1 train`` output_dir beside run.json)."""
-    for path in (folder / "run.json", folder.parent / "run.json"):
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
+    for path in (folder, folder.parent):
+        if (path / "run.json").is_file():
+            return RunFolder.read(path)
     return None
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from j1.formats.templates import get_template, quote_parts
-from j1.pairs import Parsed
+from j1.formats.verdict import Parsed
 
 Messages = list[dict[str, str]]
 # What a judge is asked about: the user's request as text, or the conversation that led to the responses.

@@ -3,7 +3,7 @@
 
 TRL passes every dataset column as a keyword list (one value per completion); j1's training rows
 carry ``pair_id``, ``order``, ``label`` and ``judge_format`` (see ``j1.train.data``). ``prompts`` is
-read only for a prefill (a chat prompt ending in a partial assistant message, ``j1.chat``), which is
+read only for a prefill (a chat prompt ending in a partial assistant message, ``j1.judging.chat``), which is
 put before the completion; other keywords (``completion_ids``, ``trainer_state``, ...) are ignored. Each component is its own
 function so TRL logs it as ``rewards/<name>/mean``; their weights go to ``GRPOConfig.reward_weights``. The
 components of one run share a ``BatchScorer``, so a batch is parsed once, and the trainer reads that
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from j1.chat import prefill
+from j1.judging.chat import prefill
 from j1.rewards.core import (
     CONSISTENCY_MODES,
     Judged,
@@ -53,7 +53,7 @@ def rollouts_from_kwargs(completions: Sequence[Any], default_format: str, kwargs
         if key not in kwargs:
             raise KeyError(f"reward needs the dataset column {key!r} (build the dataset with j1.train.data)")
     formats = kwargs.get("judge_format") or [default_format] * len(completions)
-    # A prompt ending in a partial assistant message (j1.chat): the judge's output is that prefill
+    # A prompt ending in a partial assistant message (j1.judging.chat): the judge's output is that prefill
     # followed by the completion; plain-text prompts carry none.
     heads = [prefill(p) if isinstance(p, list) else "" for p in kwargs.get("prompts") or [None] * len(completions)]
     return [

@@ -36,8 +36,8 @@ from starlette.requests import ClientDisconnect
 
 from j1.api import Judge
 from j1.backends import BackendError, ContextTooLong
-from j1.judge import to_json
-from j1.limits import ContextLimit, Fitted, PromptFitter
+from j1.judging.judge import to_json
+from j1.judging.limits import ContextLimit, Fitted, PromptFitter
 from j1.rewards.group import group_plan
 from j1.serve import protocol
 from j1.serve.batcher import Batcher, Closed, QueueFull
@@ -69,7 +69,6 @@ class ServerSettings:
             backend's one ``concurrency`` limit); a local model runs one batch at a time.
         request_timeout_s: a request not answered within this is answered 504 (its judgment dropped).
         shutdown_timeout_s: on shutdown, how long waiting requests may still be answered.
-        max_context: the judge's context in tokens; None takes the model's (``max_position_embeddings``).
         truncate: a prompt that does not fit: ``error`` (413), or shorten the responses (``left``, ``middle``).
         error_reward: the ``/get_reward`` reward of an item that could not be judged.
         max_samples: most ``samples`` one ``/v1/judge`` request may ask for.
@@ -85,7 +84,6 @@ class ServerSettings:
     upstream_batches: int = 4
     request_timeout_s: float = 300.0
     shutdown_timeout_s: float = 10.0
-    max_context: int | None = None
     truncate: str = "error"
     error_reward: float = 0.0
     max_samples: int = 64
@@ -108,23 +106,26 @@ class _ClientGone(Exception):
 
 
 def context_limit(judge: Judge, settings: ServerSettings) -> ContextLimit:
-    """The judge's budget: ``settings.max_context`` or the model's context, and its answer length.
-    A backend that cannot count tokens (an HTTP upstream, which checks its own) gets no check."""
+    """The judge's budget: the ``--max_context`` its backend was given, or the model's context, and its answer
+    length. The backend is the one home of the context (``Backend.max_context``), so what the server checks is
+    what the model is run with. A backend that cannot count tokens (an HTTP upstream, which checks its own)
+    gets no check."""
     max_new = judge.params.max_new_tokens
+    given = judge.backend.max_context
     # Counting once here also prepares the backend's counting tokenizer before any batch runs.
     if judge.backend.count_tokens([{"role": "user", "content": "?"}]) is None:
-        if settings.max_context is not None:
+        if given is not None:
             log.warning("--max_context %d is not checked: %s cannot count tokens here (the upstream checks its own)",
-                        settings.max_context, judge.backend.model_name)
+                        given, judge.backend.model_name)
         return ContextLimit(None, max_new, settings.truncate, "unknown (no local tokenizer)")
-    model_context = judge.backend.context_window()
-    if settings.max_context is None:
+    model_context = judge.backend.model_context()
+    if given is None:
         return ContextLimit(model_context, max_new, settings.truncate,
                             "the model's config" if model_context is not None else "unknown (the model names none)")
-    if model_context is not None and settings.max_context > model_context:
+    if model_context is not None and given > model_context:
         log.warning("--max_context %d is over the model's %d positions: prompts that long may be read badly",
-                    settings.max_context, model_context)
-    return ContextLimit(settings.max_context, max_new, settings.truncate, "--max_context")
+                    given, model_context)
+    return ContextLimit(given, max_new, settings.truncate, "--max_context")
 
 
 def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> FastAPI:

@@ -27,7 +27,7 @@ from typing import Any
 
 from j1.formats import JudgeFormat, require_arity
 from j1.formats.base import INPUTS, Guidance, request_text
-from j1.judge import Judgment
+from j1.judging.judge import Judgment
 from j1.pairs import Verdict, flip_rate, flipped, share
 
 # A request holds one response (rated alone) or two (a pair, judged in both orders); a four-way
@@ -323,7 +323,7 @@ class Rewards:
 def pairwise_rewards(judgments: Sequence[Judgment]) -> Rewards:
     """Rewards of (response, reference) pairs judged with the response as A.
 
-    >>> from j1.judge import OrderResult, Sample
+    >>> from j1.judging.judge import OrderResult, Sample
     >>> s = lambda v: Sample(v, None, None, "")
     >>> both = Judgment("pav", "A", [OrderResult("AB", "A", [s("A")]), OrderResult("BA", "A", [s("A")])], None)
     >>> biased = Judgment("pav", "inconsistent", [OrderResult("AB", "A", [s("A")]), OrderResult("BA", "B", [s("B")])], None)
@@ -353,7 +353,7 @@ def group_rewards(n: int, pairs: Sequence[tuple[int, int]], judgments: Sequence[
     Logs: ``invalid_rate`` and ``flip_rate`` over the judged pairs, ``no_contest_rate`` (the share of
     responses without a valid vote), ``comparisons`` (pairs judged) and ``n``.
 
-    >>> from j1.judge import OrderResult, Sample
+    >>> from j1.judging.judge import OrderResult, Sample
     >>> s = lambda v: Sample(v, None, None, "")
     >>> j = lambda ab, ba: Judgment("pav", "x", [OrderResult("AB", ab, [s(ab)]), OrderResult("BA", ba, [s(ba)])], None)
     >>> group_rewards(3, [(0, 1), (0, 2), (1, 2)], [j("A", "A"), j("A", "B"), None])
@@ -384,7 +384,7 @@ def group_rewards(n: int, pairs: Sequence[tuple[int, int]], judgments: Sequence[
 def pointwise_rewards(results: Sequence[dict]) -> Rewards:
     """Rewards of responses scored alone (``{"score", "samples"}`` results).
 
-    >>> from j1.judge import Sample
+    >>> from j1.judging.judge import Sample
     >>> ok, bad = Sample("A", {"A": 7.0}, None, ""), Sample("invalid", None, None, "", "no score")
     >>> pointwise_rewards([{"score": 7.0, "samples": [ok]}, {"score": None, "samples": [bad]}])
     Rewards(rewards=[0.7, 0.0], logs={'invalid_rate': 0.5, 'n': 2})

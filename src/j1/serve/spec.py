@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.formats import get_format
 from j1.formats.spec import FORMAT_NAMES
-from j1.judge_spec import JudgeArgs
+from j1.judging.spec import JudgeArgs
 from j1.serve.protocol import SERVED_ARITIES, served_format
 
 SERVED_FORMATS = [name for name in FORMAT_NAMES if get_format(name).arity in SERVED_ARITIES]

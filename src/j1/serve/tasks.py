@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from j1.api import Judge
 from j1.backends import ContextTooLong, Messages
-from j1.chat import with_prefill
-from j1.judge import Judgment
+from j1.judging.chat import with_prefill
+from j1.judging.judge import Judgment
 from j1.pairs import render_both
 from j1.serve.protocol import Task
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from j1.atomic import JsonlAppender, write_json_atomic, write_jsonl_atomic
+from j1.runs.atomic import JsonlAppender, write_json_atomic, write_jsonl_atomic
 from j1.schema import iter_jsonl
 from j1.train.resume import CLOCK, PROGRESS_FILE, state_seconds
 
@@ -72,7 +72,7 @@ class CheckpointManifestCallback(TrainerCallback):
         self.manifest = manifest
 
     def on_save(self, args, state, control, **kwargs):
-        from j1.judges import write_manifest
+        from j1.judging.judges import write_manifest
 
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():

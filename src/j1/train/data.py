@@ -15,8 +15,8 @@ import logging
 import os
 from collections.abc import Sequence
 
-from j1.chat import render, with_prefill
 from j1.formats import get_format
+from j1.judging.chat import render, with_prefill
 from j1.pairs import render_both
 from j1.schema import PlacedPair, RowError, both_orders, placed_pairs, read_json_rows, read_train_rows
 
@@ -64,7 +64,7 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str
     """The judge prompts of one pair as dataset rows, in units of two (see the module docstring).
 
     Each row: ``prompt`` (chat messages, ending with the partial assistant message ``prefill`` if
-    given: ``j1.chat``), ``pair_id``, ``order`` (AB/BA, or A/B for pos), ``label`` and
+    given: ``j1.judging.chat``), ``pair_id``, ``order`` (AB/BA, or A/B for pos), ``label`` and
     ``judge_format`` — the columns the J1 reward functions read. The prompt shows the pair's criteria and
     reference named in ``inputs`` (``--judge_inputs``) where the pair has them.
     """
@@ -80,7 +80,7 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str
 
 def prompt_tokens(tokenizer, messages: list[dict]) -> int:
     """Length in tokens of a chat prompt as the trainer feeds it (template + generation prompt, or
-    the open prefill: ``j1.chat.render``)."""
+    the open prefill: ``j1.judging.chat.render``)."""
     return len(tokenizer(render(tokenizer, messages), add_special_tokens=False).input_ids)
 
 
@@ -88,7 +88,7 @@ def engine_context(use_vllm: bool, vllm_max_model_length: int | None, model_cont
                    ) -> tuple[int | None, str | None]:
     """The context the rollouts are generated in, and what sets it: ``vllm_max_model_length`` under vLLM
     (colocated it sizes the engine; in server mode j1 reads it as the server's ``--max_model_len``),
-    else the model's own (``j1.limits.config_context``, which vLLM also falls back on).
+    else the model's own (``j1.judging.limits.config_context``, which vLLM also falls back on).
 
     >>> engine_context(True, 8192, 131072), engine_context(False, 8192, 131072), engine_context(True, None, None)
     ((8192, 'vllm_max_model_length'), (131072, "the model's max_position_embeddings"), (None, None))

@@ -95,7 +95,7 @@ def model_shape(name: str | None) -> ModelShape | None:
             config, source = AutoConfig.from_pretrained(str(Path(cached).parent)), "the local Hugging Face cache"
     if config is None:
         return None
-    from j1.limits import config_context
+    from j1.judging.limits import config_context
 
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     return ModelShape(shown, count_parameters(config), text.vocab_size, text.hidden_size, text.num_hidden_layers,
@@ -307,7 +307,7 @@ def _tokenizer(name: str | None):
 
 
 def _longest_prompt(tokenizer, rows: list[dict]) -> int:
-    from j1.chat import render
+    from j1.judging.chat import render
 
     texts = [render(tokenizer, r["prompt"]) for r in rows]
     return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False).input_ids)

@@ -21,6 +21,8 @@ from j1.rewards.core import FORMULATIONS
 
 ADVANTAGE_GROUPS = ("prompt", "pair", "couple")
 LOSS_SPANS = ("all", "answer")
+# j1 warmup --verdicts: the verdict each SFT target names (j1.train.warmup): drawn at random, or the gold label.
+VERDICT_KINDS = ("random", "gold")
 
 
 def check_choice(name: str, value, choices) -> None:

@@ -112,7 +112,7 @@ def init_lora(model, name: str, base_path: str) -> None:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    from j1.judges import judge_weights
+    from j1.judging.judges import judge_weights
 
     found = judge_weights(name)
     weights = Path(found.adapter) / "adapter_model.safetensors" if found.adapter else None
@@ -150,7 +150,7 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
     from transformers import AutoConfig
 
     from j1.device import describe
-    from j1.limits import config_context
+    from j1.judging.limits import config_context
     from j1.models import load_tokenizer, resolve_model
     from j1.rewards import make_reward_funcs
     from j1.train.callbacks import JsonlLogCallback
@@ -290,9 +290,9 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     import torch
 
     from j1.device import cpu_native_bf16
-    from j1.judges import trained_manifest, write_manifest
+    from j1.judging.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME
-    from j1.runinfo import RunFolder
+    from j1.runs.runinfo import RunFolder
     from j1.train.callbacks import CheckpointManifestCallback, TrainClockCallback
     from j1.train.resume import interruptions, read_progress
     from j1.train.stopping import StopAndSaveCallback, TrainingInterrupted

@@ -1,6 +1,6 @@
 """The shared-prompt speed-up of ``J1GRPOTrainer``: each distinct judge prompt of a batch is encoded
 once for its G rollouts, in generation and in TRL's log-prob passes, and its KV cache fanned out
-(``j1.sharedprefix``). The numbers are TRL's own (log-probs, entropies, gradients, sampled tokens);
+(``j1.backends.sharedprefix``). The numbers are TRL's own (log-probs, entropies, gradients, sampled tokens);
 only the prompt's cost drops to 1/G. It applies to text-only batches generated with transformers
 (not vLLM); a training pass under gradient checkpointing stays TRL's own, because a checkpointed
 layer drops the cache.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from j1 import sharedprefix
+from j1.backends import sharedprefix
 
 
 class SharedPromptMixin:
@@ -26,7 +26,7 @@ class SharedPromptMixin:
         # Signature of TRL 1.16.0 (tests/train/test_trl_signatures.py checks it).
         # TRL's transformers path hands ``generate`` every rollout's copy of its prompt, so a judge
         # prompt is encoded G times for G short completions. Here each distinct prompt is encoded
-        # once and its cache fanned out (j1.sharedprefix); the sampling is otherwise TRL's.
+        # once and its cache fanned out (j1.backends.sharedprefix); the sampling is otherwise TRL's.
         if not self._shares_prefix(images is None and not multimodal_fields and not has_tool_images):
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                  has_tool_images)

@@ -12,7 +12,7 @@ from j1.formats.spec import check_template, template_field
 
 # The choices live with the rewards and the trainer's options object (light modules: no torch import).
 from j1.rewards.core import CONSISTENCY_MODES, FORMULATIONS
-from j1.train.options import J1Options
+from j1.train.options import VERDICT_KINDS, J1Options
 from j1.train.options import check_choice as _check_choice
 from j1.train.rollout_correction import IMPORTANCE_SAMPLING
 
@@ -309,8 +309,6 @@ class WarmupSpec:
 
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
-        from j1.train.warmup import VERDICT_KINDS  # light: formats only
-
         _check_choice("verdicts", self.verdicts, VERDICT_KINDS)
         if self.verdicts == "gold" and self.formulation not in ("pav", "pas", "pavs"):
             raise ValueError(f"--verdicts gold: --formulation {self.formulation!r} has no verdict to name; "

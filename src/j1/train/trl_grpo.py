@@ -6,7 +6,7 @@ signature it follows (``TRL_SIGNATURES``; tests/train/test_trl_signatures.py fai
 - ``_get_train_sampler``: ``PairRepeatSampler`` keeps both prompts of a pair (AB and BA, or the two
   pointwise slots), with all their rollouts, in one generation batch on one process, so every reward
   call sees both orders (the consistency reward needs them).
-- ``_tokenize_prompts``: a prompt that ends with an answer prefill (``j1.chat``) is rendered open,
+- ``_tokenize_prompts``: a prompt that ends with an answer prefill (``j1.judging.chat``) is rendered open,
   where TRL would close it and open a new assistant turn.
 - ``_generate_and_score_completions``: TRL's, then one advantage step (``_j1_step``) under the run's
   ``J1Options``: pair or couple groups (``j1.train.advantages``), the restoring force on the position
@@ -26,9 +26,9 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
-from j1.atomic import JsonlAppender
-from j1.chat import prefill, render
+from j1.judging.chat import prefill, render
 from j1.rewards.trl_funcs import BatchScorer, ScoredBatch
+from j1.runs.atomic import JsonlAppender
 from j1.train.advantages import position_balance_advantages, verdict_advantages
 from j1.train.answer_span import answer_markers, mask_outside_answer
 from j1.train.callbacks import reopen_for_resume
@@ -107,7 +107,7 @@ class J1GRPOTrainer(SharedPromptMixin, GRPOTrainer):
 
     def _tokenize_prompts(self, prompts: list):
         # TRL renders every chat prompt with a generation prompt, which would close a prefill and
-        # open a new assistant turn; prefilled prompts are rendered open instead (j1.chat.render).
+        # open a new assistant turn; prefilled prompts are rendered open instead (j1.judging.chat.render).
         if not (prompts and isinstance(prompts[0], list) and any(prefill(p) for p in prompts)):
             return super()._tokenize_prompts(prompts)
         tok = self.processing_class

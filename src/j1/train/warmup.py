@@ -26,9 +26,10 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from j1.chat import prefill, render
 from j1.formats import get_format
+from j1.judging.chat import prefill, render
 from j1.pairs import shown_label
+from j1.train.options import VERDICT_KINDS
 
 if TYPE_CHECKING:
     from trl import ModelConfig, SFTConfig
@@ -53,8 +54,6 @@ POINT_THOUGHTS = (
     "I check the facts and the reasoning in the response.",
 )
 
-
-VERDICT_KINDS = ("random", "gold")
 
 
 def random_target(fmt_name: str, rng: random.Random, thought: str | None = None, winner: str | None = None) -> str:
@@ -93,7 +92,7 @@ def sft_rows(rows: Sequence[dict], seed: int, *, verdicts: str = "random", token
     """Prompt-completion SFT rows for TRL's SFTTrainer from judge rows (``j1.train.data.build_rows``).
 
     Without a prefill: conversational rows, the whole answer as the assistant's message. Rows whose
-    prompt ends with an assistant prefill (``j1.chat``) become text rows: the prompt rendered with the
+    prompt ends with an assistant prefill (``j1.judging.chat``) become text rows: the prompt rendered with the
     prefill left open (needs ``tokenizer``), and the completion is the rest of the target after it,
     the thought being the one the prefill fixes. ``verdicts="gold"`` names the better response as shown.
     """
@@ -164,11 +163,11 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
 
-    from j1.atomic import write_json_atomic
     from j1.device import describe
-    from j1.judges import trained_manifest, write_manifest
+    from j1.judging.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME, load_tokenizer, resolve_model
-    from j1.runinfo import RunFolder
+    from j1.runs.atomic import write_json_atomic
+    from j1.runs.runinfo import RunFolder
     from j1.train.callbacks import JsonlLogCallback, TrainClockCallback
     from j1.train.data import UNIT, build_rows, load_pairs
     from j1.train.recipe import agreed_resume, lora_config

@@ -1,30 +1,26 @@
-"""Benchmark registry: ``--benchmark NAME`` -> loader. Each module reads its benchmark's published schema."""
+"""Benchmark registry: ``--benchmark NAME`` -> loader. Each module reads its benchmark's published schema and
+registers itself (``j1.eval.benchmarks.base.register``); importing this package imports them all."""
 
 from __future__ import annotations
 
-from j1.eval.benchmarks import (
-    autoj,
-    generic,
-    hh_rlhf,
+# Imported for their registration, in the order j1 eval --help lists them.
+# isort: off
+from j1.eval.benchmarks import (  # noqa: F401
     judgebench,
+    rmbench,
+    rewardbench,
+    ppe,
+    followbencheval,
     llmbar,
     mtbench_human,
     pandalm,
-    ppe,
-    rewardbench,
+    autoj,
+    hh_rlhf,
+    generic,
     rewardbench2,
-    rmbench,
 )
-from j1.eval.benchmarks.base import Benchmark, load_items
-
-BENCHMARKS: dict[str, Benchmark] = {
-    b.name: b
-    for b in (
-        judgebench.BENCHMARK, rmbench.BENCHMARK, rewardbench.BENCHMARK, ppe.BENCHMARK, generic.FOLLOWBENCHEVAL,
-        llmbar.BENCHMARK, mtbench_human.BENCHMARK, pandalm.BENCHMARK, autoj.BENCHMARK, hh_rlhf.BENCHMARK,
-        generic.BENCHMARK, rewardbench2.BENCHMARK,
-    )
-}
+# isort: on
+from j1.eval.benchmarks.base import BENCHMARKS, Benchmark, load_items
 
 
 def get_benchmark(name: str) -> Benchmark:
@@ -34,4 +30,14 @@ def get_benchmark(name: str) -> Benchmark:
         raise ValueError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}") from None
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "get_benchmark", "load_items"]
+def benchmark_choices() -> str:
+    """The registered names as ``--benchmark``'s help lists them.
+
+    >>> benchmark_choices().endswith("hh_rlhf, generic or rewardbench2.")
+    True
+    """
+    names = list(BENCHMARKS)
+    return f"{', '.join(names[:-1])} or {names[-1]}."
+
+
+__all__ = ["BENCHMARKS", "Benchmark", "benchmark_choices", "get_benchmark", "load_items"]

@@ -4,10 +4,11 @@ Ties are kept (Auto-J reports agreement with ties). Category: ``scenario``."""
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, int_label, str_field
+from j1.eval.benchmarks.base import Context, int_label, register, str_field
 from j1.eval.items import Item
 
 
+@register("autoj")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     return [Item(
         id=where.rsplit(":", 1)[-1],
@@ -17,5 +18,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         pairs=[("A", "B", int_label(row, "label", where, {0: "A", 1: "B", 2: "tie"}))],
     )]
 
-
-BENCHMARK = Benchmark("autoj", parse_row)

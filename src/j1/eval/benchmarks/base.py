@@ -32,6 +32,18 @@ RowParser = Callable[[Mapping[str, Any], str, Context], list[Item]]
 
 
 @dataclass(frozen=True)
+class Asking:
+    """What a benchmark that asks its own way (``Benchmark.prompts`` and ``view``) reads from the run's
+    settings: the seed its random placements derive from, the prompt wording (``template``, None = full)
+    and RewardBench 2's mode and rotations. Typed, so a benchmark never holds the whole eval spec."""
+
+    seed: int = 0
+    template: str | None = None
+    rb2_mode: str = "fourway"
+    rb2_rotations: int = 1
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """A registered benchmark.
 
@@ -47,11 +59,11 @@ class Benchmark:
         hub_splits: the dataset split that holds each part, where the names differ (JudgeBench's
             ``gpt-4o`` part is its hub split ``gpt``).
         part_of: ``row -> part``, to name the parts a file holds when the one asked for has no rows.
-        prompts: ``(item, cfg) -> [(slot, messages)]`` for a benchmark that asks its own way
+        prompts: ``(item, asking: Asking) -> [(slot, messages)]`` for a benchmark that asks its own way
             (RewardBench 2: four-way picks or ratings); None: pairs in both orders, or each response alone.
         score: ``(out_dir, run, n_boot) -> metrics`` for a benchmark with its own scoring; it writes
             metrics.json and report.md. None: ``j1.eval.scoring`` under ``scheme``.
-        view: ``(item, rec, cfg, k) -> j1.eval.results.View``, its per-example record in results.jsonl,
+        view: ``(item, rec, asking: Asking, k, thoughts) -> j1.eval.results.View``, its per-example record in results.jsonl,
             for a benchmark that asks its own way. None: pairs in both orders, or each response alone.
         use_reference: the default of ``--use_reference``: whether its official judge reads the reference
             inputs its items can carry (MT-Bench's judge grades math, reasoning and coding against a
@@ -77,6 +89,27 @@ class Benchmark:
 
     def __post_init__(self) -> None:
         get_scorer(self.scheme)  # an unknown scheme fails when the benchmark is defined
+
+
+# ``--benchmark NAME`` -> Benchmark, filled as the benchmark modules are imported (``j1.eval.benchmarks``
+# imports them all, in the order ``j1 eval --help`` lists them).
+BENCHMARKS: dict[str, Benchmark] = {}
+
+
+def register(name: str, **settings: Any) -> Callable[[RowParser], RowParser]:
+    """Register a row parser as benchmark ``name`` (the other ``Benchmark`` fields as keywords); a decorator,
+    as verl's ``@register`` keeps its reward managers: a benchmark's module is its only list entry.
+
+    Raises:
+        ValueError: ``name`` is registered already.
+    """
+    def add(parse_row: RowParser) -> RowParser:
+        if name in BENCHMARKS:
+            raise ValueError(f"benchmark {name!r} is registered twice")
+        BENCHMARKS[name] = Benchmark(name, parse_row, **settings)
+        return parse_row
+
+    return add
 
 
 def str_field(row: Mapping, key: str, where: str) -> str:

@@ -1,50 +1,9 @@
-"""The generic pairwise form: ``prompt``, ``chosen``, ``rejected`` (optional ``id``, ``category`` or ``kind``),
-in every form ``j1.data.pairs_io`` reads (plain, TRL's preference form with strings or chat messages,
-j1's pair rows; an absent id is a hash of the content), and ``j1 synth mix`` rows.
-
-It also reads FollowBenchEval: its pairwise version (205 pairs, used by EvalPlanner and J1) has no
-public release we could find, so ``--benchmark followbencheval`` takes this generic form (category
-from ``category``, else ``level``). FollowBench's own files (instructions and targets, no response
-pairs) are not judge data and fail with the missing field named.
-"""
+"""The generic pairwise form (``j1.eval.benchmarks.pairform``): ``prompt``, ``chosen``, ``rejected``, in every
+form ``j1.data.pairs_io`` reads, and ``j1 synth mix`` rows."""
 
 from __future__ import annotations
 
-from j1.data.pairs_io import pair_from_row
-from j1.eval.benchmarks.base import Benchmark, Context
-from j1.eval.items import Item
-from j1.pairs import Order
-from j1.schema import TrainRow
+from j1.eval.benchmarks.base import register
+from j1.eval.benchmarks.pairform import parse_row
 
-
-def parse_row(row, where: str, ctx: Context) -> list[Item]:
-    if "order" in row and "pair_id" in row:
-        return mix_row(row, where)
-    pair = pair_from_row(row, where)
-    cat = row.get("category") or row.get("kind") or (f"level {row['level']}" if row.get("level") is not None else "all")
-    return [Item(
-        id=pair.id,
-        category=str(cat),
-        prompt=pair.prompt,
-        responses={"A": pair.chosen, "B": pair.rejected},
-        pairs=[("A", "B", "A")],
-        criteria=pair.criteria,
-        reference=pair.reference,
-    )]
-
-
-BENCHMARK = Benchmark("generic", parse_row)
-FOLLOWBENCHEVAL = Benchmark("followbencheval", parse_row)
-
-
-def mix_row(row, where: str) -> list[Item]:
-    """A row of ``j1 synth mix`` (training input and its held-out part), validated by the mix's own
-    reader: each pair is there in both orders, and the evaluator shows both orders itself, so only
-    the AB row makes an item; ``label`` names the better of ``response_a``/``response_b``."""
-    r = TrainRow.from_row(row, where)
-    if r.order == Order.BA:
-        return []
-    chosen, rejected = (r.response_a, r.response_b) if r.label == "A" else (r.response_b, r.response_a)
-    return [Item(id=r.pair_id, category=r.kind or "all", prompt=r.prompt,
-                 responses={"A": chosen, "B": rejected}, pairs=[("A", "B", "A")], criteria=r.criteria,
-                 reference=r.reference)]
+register("generic")(parse_row)

@@ -7,7 +7,7 @@ final assistant turns. Category: "harmless" or "helpful" when the data's name sa
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Context, register, str_field
 from j1.eval.items import Item
 from j1.schema import RowError
 
@@ -30,6 +30,7 @@ def split_dialogue(chosen: str, rejected: str, where: str) -> tuple[str, str, st
     return prompt, chosen[cut_c + len(ASSISTANT):].strip(), rejected[cut_r + len(ASSISTANT):].strip()
 
 
+@register("hh_rlhf", hf_split="test")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     prompt, good, bad = split_dialogue(str_field(row, "chosen", where), str_field(row, "rejected", where), where)
     name = ctx.source.lower()
@@ -37,5 +38,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
     return [Item(id=where.rsplit(":", 1)[-1], category=cat, prompt=prompt,
                  responses={"A": good, "B": bad}, pairs=[("A", "B", "A")])]
 
-
-BENCHMARK = Benchmark("hh_rlhf", parse_row, hf_split="test")

@@ -11,7 +11,7 @@ that holds the part (``gpt`` or ``claude``). Scoring uses JudgeBench's own rule 
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Context, register, str_field
 from j1.eval.items import Item
 from j1.schema import RowError
 
@@ -61,5 +61,5 @@ def part_of(row) -> str:
     return next((s for s in SPLITS if model.startswith(s)), model)
 
 
-BENCHMARK = Benchmark("judgebench", parse_row, scheme="judgebench", hf_split="gpt", splits=SPLITS,
-                      hub_splits={"gpt-4o": "gpt"}, part_of=part_of)
+register("judgebench", scheme="judgebench", hf_split="gpt", splits=SPLITS, hub_splits={"gpt-4o": "gpt"},
+         part_of=part_of)(parse_row)

@@ -4,10 +4,11 @@ FairEval, LLMEval^2 for the processed human-labelled sets), else "llmbar"."""
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, int_label, str_field
+from j1.eval.benchmarks.base import Context, int_label, register, str_field
 from j1.eval.items import Item
 
 
+@register("llmbar")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     return [Item(
         id=where.rsplit(":", 1)[-1],
@@ -17,5 +18,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         pairs=[("A", "B", int_label(row, "label", where, {1: "A", 2: "B"}))],
     )]
 
-
-BENCHMARK = Benchmark("llmbar", parse_row)

@@ -17,7 +17,7 @@ turn-2 reference shows both turns as the responses do. The category follows from
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Context, register, str_field
 from j1.eval.items import Item
 from j1.schema import RowError, iter_jsonl, require
 
@@ -101,6 +101,8 @@ def _turns(conv, key: str, where: str) -> tuple[list[str], list[str]]:
     return users, replies
 
 
+@register("mtbench_human", default_ties="drop", hf_split="human", use_reference=True,
+          read_references=read_references)
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     winner = str_field(row, "winner", where)
     if winner not in WINNERS:
@@ -127,6 +129,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         reference=reference(qid, turn, ctx.references, where),
     )]
 
-
-BENCHMARK = Benchmark("mtbench_human", parse_row, default_ties="drop", hf_split="human", use_reference=True,
-                      read_references=read_references)

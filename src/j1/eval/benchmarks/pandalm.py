@@ -7,7 +7,7 @@ The label is the majority of the three annotators; when all three differ it is a
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, int_label, str_field
+from j1.eval.benchmarks.base import Context, int_label, register, str_field
 from j1.eval.items import Item
 from j1.pairs import plurality
 
@@ -23,6 +23,7 @@ def majority_label(votes: list[str]) -> str:
     return plurality(votes)  # of three votes: two agreeing win; all different share the top, a tie
 
 
+@register("pandalm")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     votes = [int_label(row, f"annotator{k}", where, VOTES) for k in (1, 2, 3)]
     instruction = str_field(row, "instruction", where)
@@ -36,5 +37,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         meta={"votes": votes},
     )]
 
-
-BENCHMARK = Benchmark("pandalm", parse_row)

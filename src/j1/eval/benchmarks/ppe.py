@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Context, register, str_field
 from j1.eval.items import Item
 from j1.schema import RowError, require
 
@@ -52,6 +52,7 @@ def correctness_set(source: str) -> str:
     return next((cat for key, cat in SETS if key in name), "correctness")
 
 
+@register("ppe", default_ties="drop", hf_split="test")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     prompt = str_field(row, "prompt", where)
     qid = row.get("question_id", where.rsplit(":", 1)[-1])
@@ -84,5 +85,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         ))
     return items
 
-
-BENCHMARK = Benchmark("ppe", parse_row, default_ties="drop", hf_split="test")

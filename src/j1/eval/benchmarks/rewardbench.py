@@ -5,12 +5,13 @@ Items keep their subset as category; the section weighting lives in ``metrics`` 
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Context, register, str_field
 from j1.eval.items import Item
 from j1.eval.metrics import REWARDBENCH_COUNTS
 from j1.schema import RowError
 
 
+@register("rewardbench", scheme="rewardbench", hf_split="filtered")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     subset = str_field(row, "subset", where)
     if subset not in REWARDBENCH_COUNTS:
@@ -25,5 +26,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         pairs=[("A", "B", "A")],
     )]
 
-
-BENCHMARK = Benchmark("rewardbench", parse_row, scheme="rewardbench", hf_split="filtered")

@@ -22,9 +22,7 @@ judge only with ``--use_reference``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Asking, Context, register, str_field
 from j1.eval.items import Item
 
 # The placement rules live in rb2_rules, beside the scoring rules that read them too.
@@ -38,9 +36,6 @@ from j1.eval.rb2_rules import (
 )
 from j1.formats import Messages, get_format
 from j1.schema import RowError, require
-
-if TYPE_CHECKING:
-    from j1.eval.spec import EvalSpec
 
 SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
 MODES = ("fourway", "ratings")
@@ -95,16 +90,16 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
     )]
 
 
-def prompts(item: Item, cfg: EvalSpec) -> list[tuple[str, Messages]]:
+def prompts(item: Item, asking: Asking) -> list[tuple[str, Messages]]:
     """The judge prompts of one item under the run's ``rb2_mode``, ``rb2_rotations``, ``seed`` and ``template``."""
-    template = getattr(cfg, "template", None) or "full"
-    if uses_ratings(item.category, cfg.rb2_mode):
+    template = asking.template or "full"
+    if uses_ratings(item.category, asking.rb2_mode):
         pos = get_format("pos", template)
         return [(name, pos.render(item.prompt, text, None, item.guidance)) for name, text in item.responses.items()]
     four = get_format("fourway", template)
     names = fourway_names(item.pairs)
     out = []
-    for at in rotation_positions(item.id, cfg.seed, cfg.rb2_rotations):
+    for at in rotation_positions(item.id, asking.seed, asking.rb2_rotations):
         shown = [item.responses[n] for n in arrangement(names, at)]
         out.append((FOURWAY_SLOT + at, four.render(item.prompt, *shown, guidance=item.guidance)))
     return out
@@ -116,10 +111,10 @@ def _score(out_dir, run: dict, n_boot: int) -> dict:
     return score_rb2_run(out_dir, run, n_boot=n_boot)
 
 
-def _view(item: Item, rec, cfg: EvalSpec, k: int, thoughts: bool = True):
+def _view(item: Item, rec, asking: Asking, k: int, thoughts: bool = True):
     from j1.eval.rb2_scoring import rb2_view
 
-    return rb2_view(item, rec, cfg, k, thoughts)
+    return rb2_view(item, rec, asking, k, thoughts)
 
 
-BENCHMARK = Benchmark("rewardbench2", parse_row, hf_split="test", prompts=prompts, score=_score, view=_view)
+register("rewardbench2", hf_split="test", prompts=prompts, score=_score, view=_view)(parse_row)

@@ -8,7 +8,7 @@ metrics can read the 3x3 matrix back. Domains safety-refuse and safety-response 
 
 from __future__ import annotations
 
-from j1.eval.benchmarks.base import Benchmark, Context, str_field
+from j1.eval.benchmarks.base import Context, register, str_field
 from j1.eval.items import Item
 from j1.schema import RowError, require
 
@@ -32,6 +32,7 @@ def _three(row, key: str, where: str) -> list[str]:
     return values
 
 
+@register("rmbench", scheme="rmbench")
 def parse_row(row, where: str, ctx: Context) -> list[Item]:
     chosen, rejected = _three(row, "chosen", where), _three(row, "rejected", where)
     dom = domain(str_field(row, "domain", where))
@@ -46,5 +47,3 @@ def parse_row(row, where: str, ctx: Context) -> list[Item]:
         meta={"domain": row["domain"], "subset": row.get("subset")},
     )]
 
-
-BENCHMARK = Benchmark("rmbench", parse_row, scheme="rmbench")

@@ -2,7 +2,7 @@
 logits with no sampling, for a pairwise verdict judge (``pav``) or a pointwise one (``pos``).
 
 ``pav``: each pair is shown in both orders, followed by a fixed, content-free thought and ``<answer>[[``
-(as ``--assistant_prefill`` with that start, ``j1.chat``); the next-token log-probabilities of ``A``
+(as ``--assistant_prefill`` with that start, ``j1.judging.chat``); the next-token log-probabilities of ``A``
 and ``B`` give the log-odds of the first-shown response. Averaged over the two orders, a position
 preference cancels: ``content_margin`` is the mean of (logodds_AB(better) + logodds_BA(better)) / 2,
 ``content_acc`` the share of pairs where it is positive (0.5 = chance), ``position_bias`` the mean
@@ -17,7 +17,7 @@ the token "1", so it reads as 1: a probe, not a grader.
 Each comes with the standard error of its mean over pairs. Greedy ``j1 eval`` turns a small
 preference into a fixed verdict; the probe reads the preference itself, so it shows whether a
 checkpoint has started to use the content before any verdict changes (``results/train/README.md``).
-The statistics are pure functions of per-pair readings (``j1.probe_stats``); ``probe_rows``,
+The statistics are pure functions of per-pair readings (``j1.probe.stats``); ``probe_rows``,
 ``score_rows`` and ``forced_texts`` build the texts, ``verdict_logodds`` and ``expected_scores`` read
 them, ``PROBES`` holds what differs between the formats, and ``run_probe`` is what ``j1 probe`` runs.
 """
@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from j1.chat import render, with_prefill
 from j1.formats import Messages, get_format
 from j1.formats.base import INPUTS
 from j1.formats.templates import quote_parts
+from j1.judging.chat import render, with_prefill
 from j1.pairs import ORDERS, Order, render_both, shown_label, shown_responses
-from j1.probe_stats import (
+from j1.probe.stats import (
     DIGITS,
     PairLogOdds,
     PairScores,
@@ -45,11 +45,12 @@ from j1.probe_stats import (
     summarise_by_kind,
     summarise_scores,
 )
+from j1.probe.texts import answer_head, thought_of_prefill
 from j1.train.data import Pair
 from j1.train.warmup import POINT_THOUGHTS, THOUGHTS
 
 if TYPE_CHECKING:
-    from j1.probe_spec import ProbeSpec
+    from j1.probe.spec import ProbeSpec
 
 log = logging.getLogger(__name__)
 
@@ -83,33 +84,6 @@ class ProbeRow:
         ('pair p order BA', 'pair p response B')
         """
         return f"pair {self.pair.pair_id} {'order' if len(self.order) == 2 else 'response'} {self.order}"
-
-
-def answer_head(thought: str, fmt: str = "pav") -> str:
-    """The start of an answer in format ``fmt`` up to its first value (pav: the verdict letter, pos:
-    the score), with ``thought`` as the thought.
-
-    >>> answer_head("I compare."), answer_head("I check.", "pos")
-    ('<think>I compare.</think>\\n<answer>[[', '<think>I check.</think>\\n<score>')
-    """
-    answer_prefix = get_format(fmt).answer_template.split("{")[0]  # "<answer>[[", "<score>"
-    return f"<think>{thought}</think>\n{answer_prefix}"
-
-
-def thought_of_prefill(prefill: str | None, fmt: str = "pav") -> str | None:
-    """The thought of a prefill that ``answer_head(thought, fmt)`` could have written, None for any
-    other prefill.
-
-    >>> thought_of_prefill("<think>I compare.</think>\\n<answer>[["), thought_of_prefill("<think>")
-    ('I compare.', None)
-    >>> thought_of_prefill("<think>I check.</think>\\n<score>", "pos")
-    'I check.'
-    """
-    start, end = "<think>", answer_head("", fmt)[len("<think>"):]  # end: "</think>\n<answer>[[", ...
-    if not prefill or not prefill.startswith(start) or not prefill.endswith(end):
-        return None
-    thought = prefill[len(start): len(prefill) - len(end)]
-    return thought if thought and "</think>" not in thought else None
 
 
 def thought_for(pair: Pair, order: str, thought: str = DEFAULT_THOUGHT, quote_words: int = 0) -> str:
@@ -157,7 +131,7 @@ def score_rows(
 
 
 def forced_texts(tokenizer, rows: Sequence[ProbeRow]) -> list[str]:
-    """The text the model continues for each row: chat template, prompt, open answer (``j1.chat.render``)."""
+    """The text the model continues for each row: chat template, prompt, open answer (``j1.judging.chat.render``)."""
     return [render(tokenizer, r.messages) for r in rows]
 
 
@@ -221,10 +195,10 @@ def pair_scores(rows: Sequence[ProbeRow], scores: Sequence[float]) -> list[PairS
 
 
 def probe_model(model: str | None, base: str | None = None, dtype: str = "float32", device: str | None = None):
-    """The model to probe (eval mode; an adapter stays unmerged) and its tokenizer (``j1.judges``), on
+    """The model to probe (eval mode; an adapter stays unmerged) and its tokenizer (``j1.judging.judges``), on
     ``device`` (default: cuda when present). fp32 everywhere: the log-odds are read, not sampled."""
     from j1.device import default_device
-    from j1.judges import load_model
+    from j1.judging.judges import load_model
 
     lm, tokenizer, _ = load_model(model, base=base, dtype=dtype, merge=False, device=device or default_device())
     return lm, tokenizer
@@ -402,7 +376,8 @@ class ScoreProbe:
                 "margin": p.margin}
 
 
-# The judge formats the probe reads, each whole in its class (``--format``).
+# The judge formats the probe reads, each whole in its class (``--format``; the spec checks it against
+# ``j1.probe.texts.PROBE_FORMATS``, a leaf, and a test keeps the two the same).
 PROBES: dict[str, VerdictProbe | ScoreProbe] = {"pav": VerdictProbe(), "pos": ScoreProbe()}
 
 
@@ -417,8 +392,8 @@ def run_probe(cfg: ProbeSpec) -> dict[str, Any]:
     Raises:
         RowError: a malformed data file. ValueError, OSError: a bad model or option.
     """
-    from j1.atomic import write_json_atomic
     from j1.models import display_name
+    from j1.runs.atomic import write_json_atomic
     from j1.train.data import load_pairs
 
     probe = PROBES[cfg.format]

@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from j1.backends import Messages
-from j1.backends.base import ContextTooLong
+from j1.backends.base import ContextTooLong, Messages
 
 # How a prompt that does not fit is handled: refused (413), or its responses shortened from the
 # start (``left``: keeps their ends, where a final answer usually is) or in the middle (keeps both ends).

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from j1.atomic import temp_file_beside
+from j1.runs.atomic import temp_file_beside
 
 # (row name, metrics key, key of its 95% interval or None): the table's rows, in order.
 TABLE = (
@@ -171,7 +171,7 @@ def reading_line(after: dict, explain: bool = True) -> str | None:
 
 
 def render_report(report: dict) -> str:
-    """report.md from the report.json content (see ``j1.demo.stage_report``)."""
+    """report.md from the report.json content (see ``j1.demo.runner.stage_report``)."""
     ask, ex = report["asked"], report["examples"]
     held = report["heldout"]
     kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(held["kinds"].items()))

@@ -1,4 +1,4 @@
-"""Spec of ``j1 demo``: the whole J1 loop on data shipped with j1 (see :mod:`j1.demo`)."""
+"""Spec of ``j1 demo``: the whole J1 loop on data shipped with j1 (see :mod:`j1.demo.runner`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from j1.judges import DEFAULT_JUDGE
+from j1.judging.judges import DEFAULT_JUDGE
 from j1.models import EMBEDDED_NAME
 
 # The demo sets these j1 train flags itself (its data, its run folder, the time left, resuming).
@@ -56,8 +56,8 @@ class DemoSpec:
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
-        from j1.demo import heldout_available
-        from j1.judges import SHIPPED, judge_folder
+        from j1.demo.shipped import heldout_available
+        from j1.judging.judges import SHIPPED, judge_folder
 
         if not math.isfinite(self.minutes) or self.minutes < 0:
             raise ValueError(f"--minutes {self.minutes}: must be >= 0 (0 = the quick demo, without training)")

@@ -1,19 +1,19 @@
 """Spec of ``j1 probe``: a pav judge's verdict log-odds in both orders, or a pos judge's expected
-scores (see :mod:`j1.probe`)."""
+scores (see :mod:`j1.probe.runner`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from j1.formats.spec import TEMPLATE_CHOICES, check_template
-from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
+from j1.judging.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
 
 _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
 
 @dataclass
 class ProbeSpec:
-    """``j1 probe``: a judge's preference read from its logits, no sampling (see j1.probe). A pav judge:
+    """``j1 probe``: a judge's preference read from its logits, no sampling (see j1.probe.runner). A pav judge:
     its verdict log-odds in both orders after a fixed thought and ``<answer>[[`` (content margin,
     content accuracy, position bias). A pos judge: each response's expected score after a fixed
     thought and ``<score>`` (content margin in score points, content accuracy, mean score)."""
@@ -53,13 +53,13 @@ class ProbeSpec:
     progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
-        from j1.probe import PROBES, thought_of_prefill
+        from j1.probe.texts import PROBE_FORMATS, thought_of_prefill
 
         if self.model is None:
             self.model = DEFAULT_JUDGE
         self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
-        if self.format not in PROBES:
-            raise ValueError(f"--format {self.format!r}: j1 probe reads {' or '.join(PROBES)} judges; pass "
+        if self.format not in PROBE_FORMATS:
+            raise ValueError(f"--format {self.format!r}: j1 probe reads {' or '.join(PROBE_FORMATS)} judges; pass "
                              "--format pav to read a pairwise judge's verdict letter (it must write [[A]] or [[B]])")
         if self.thought is None and not self.quote_words and self.manifest is not None:
             self.thought = thought_of_prefill(self.manifest.assistant_prefill, self.format)

@@ -1,7 +1,7 @@
 """The run-folder options of a command that judges a data file (``RunArgs``: ``--out``, ``--limit``,
 ``--resume``, ``--max-error-rate``, ``--progress``, ``--no_texts``; ``j1 eval``, ``j1 consistency``, ``j1 attack``,
 ``j1 label``) and the bootstrap's resamples of a command that reports intervals (``BootArgs``:
-``--n-boot``); ``j1.runinfo.RunFolder`` keeps the folder's rules."""
+``--n-boot``); ``j1.runs.runinfo.RunFolder`` keeps the folder's rules."""
 
 from __future__ import annotations
 

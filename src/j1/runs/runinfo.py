@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from j1.atomic import write_json_atomic
+from j1.runs.atomic import write_json_atomic
 
 _PACKAGES = ("j1", "torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "openai")
 
@@ -97,6 +97,22 @@ class RunFolder:
         self.run_json = self.path / record
         self.path.mkdir(parents=True, exist_ok=True)
 
+    @staticmethod
+    def read(path: str | Path, record: str = "run.json") -> dict[str, Any]:
+        """The run.json of the folder ``path``, read without opening the folder as a run (scoring a finished
+        run, exporting a trained judge): the one reader of run.json.
+
+        Raises:
+            FileNotFoundError: the folder has no run.json.
+            ValueError: run.json is not valid JSON (naming the file and line).
+        """
+        run_json = Path(path) / record
+        text = run_json.read_text(encoding="utf-8")
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{run_json}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+
     def recorded(self) -> dict[str, Any]:
         """run.json's content; empty when the folder has none yet.
 
@@ -105,10 +121,7 @@ class RunFolder:
         """
         if not self.run_json.exists():
             return {}
-        try:
-            return json.loads(self.run_json.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{self.run_json}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        return self.read(self.path, self.run_json.name)
 
     def check_resume(self, config: Any, *, resume: bool) -> None:
         """Refuse to mix runs: a folder with results needs ``resume``, and ``resume`` needs the recorded

@@ -1,4 +1,4 @@
-"""The statistics of ``j1 probe`` (``j1.probe``), pure functions of per-pair readings: a pav judge's
+"""The statistics of ``j1 probe`` (``j1.probe.runner``), pure functions of per-pair readings: a pav judge's
 verdict log-odds in both orders (``PairLogOdds``, ``summarise``) and a pos judge's expected scores
 (``expected_score``, ``PairScores``, ``summarise_scores``), each mean with its standard error over pairs."""
 

@@ -44,7 +44,7 @@ def reserve_minutes(eval_before: float, example_before: float) -> float:
 
 def plan_minutes(minutes: float, seconds_per_prompt: float, eval_prompts: int, example_minutes: float) -> dict:
     """The demo's plan before training starts: each evaluation's minutes (its prompts at the speed measured
-    on a warm batch of them, ``j1.demo.warm_batch``), the stages around training (the examples as long as
+    on a warm batch of them, ``j1.demo.runner.warm_batch``), the stages around training (the examples as long as
     the first one took, with its model's load), and what is left to train.
 
     Raises:

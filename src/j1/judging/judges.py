@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j1.atomic import temp_file_beside
+from j1.runs.atomic import temp_file_beside
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "judge.json"
 # 2: kind and base_weights (an adapter's exact base). 3: inputs (what the judge was trained to read).
 MANIFEST_VERSION = 3
-ASSETS = Path(__file__).parent / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 SHIPPED_DIR = ASSETS / "judges"
 DEFAULT_JUDGE = "j1-135m"  # what judge, eval and probe use when no model is named
 # Without a manifest (a plain model, a served one), unset judging settings take these values.

@@ -11,15 +11,15 @@ from j1.formats import require_arity
 from j1.formats.base import Guidance, request_text
 from j1.formats.spec import FORMAT_NAMES, PREFILL_HELP, TEMPLATE_CHOICES, check_format, check_template
 from j1.formats.templates import rubric_text
-from j1.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest, judge_folder, named_judge
-from j1.limits import TRUNCATE
+from j1.judging.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest, judge_folder, named_judge
+from j1.judging.limits import TRUNCATE
 
 _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
 
 @dataclass
 class JudgeArgs:
-    """The judge and how it is asked; unset values come from the judge's manifest (``j1.judges``)."""
+    """The judge and how it is asked; unset values come from the judge's manifest (``j1.judging.judges``)."""
 
     model: str | None = field(
         default=None,

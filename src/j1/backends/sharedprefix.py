@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from j1 import decode
-from j1.decode import unique_rows  # kept importable from here; j1.decode prefills with it too
+from j1.backends import decode
+from j1.backends.decode import (
+    unique_rows,  # kept importable from here; j1.backends.decode prefills with it too
+)
 
 
 def drops_cache(model) -> bool:
@@ -50,12 +52,12 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, on_step
     """``model.generate(input_ids=ids, attention_mask=mask, **generate_kwargs)`` with each distinct
     left-padded prompt row encoded once. Returns prompt + new tokens, as ``generate`` does.
 
-    On a CPU, Llama-family models decode with ``j1.decode`` (the prompt's cache read in place, a static
+    On a CPU, Llama-family models decode with ``j1.backends.decode`` (the prompt's cache read in place, a static
     cache for the new tokens, finished rows compacted away); anything else goes to ``generate``
     (``j1.device.fast_decode``).
     ``on_done(rows)``: rows that ended (an end-of-sequence token, or ``ends``), as they end; ``on_step(rows)``:
     the rows that wrote a token at each step; ``ends(rows, tokens)``: the rows of those that are complete with
-    the token they wrote, which stop there (``j1.decode``; ``generate`` through its ``stopping_criteria``).
+    the token they wrote, which stop there (``j1.backends.decode``; ``generate`` through its ``stopping_criteria``).
     """
     from j1.device import fast_decode
 
@@ -75,7 +77,7 @@ def generate(model, ids: torch.Tensor, mask: torch.Tensor, on_done=None, on_step
 
 
 def reporting(model, *, on_step=None, on_done=None, ends=None):
-    """A ``stopping_criteria`` for ``model.generate`` that reports each step as ``j1.decode`` does:
+    """A ``stopping_criteria`` for ``model.generate`` that reports each step as ``j1.backends.decode`` does:
     ``on_step(rows)`` with the rows that wrote a token, ``on_done(rows)`` with those whose token ended them
     (the model's end-of-sequence ids, or ``ends``), so progress moves within a batch. It stops only the rows
     that ``ends(rows, tokens)`` names complete (``generate`` pads them from then on, and still draws them)."""

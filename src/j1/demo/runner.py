@@ -33,26 +33,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from j1.atomic import write_json_atomic, write_text_atomic
-from j1.demo_budget import budget_warning, plan_minutes, reserve_minutes, train_budget
-from j1.judges import ASSETS, Manifest
-from j1.runinfo import setting_changes
+from j1.demo.budget import budget_warning, plan_minutes, reserve_minutes, train_budget
+from j1.demo.shipped import HELDOUT_PAIRS, SAME_SOURCE_PAIRS, TRAIN_PAIRS, heldout_available
+from j1.judging.judges import Manifest
+from j1.runs.atomic import write_json_atomic, write_text_atomic
+from j1.runs.runinfo import setting_changes
 from j1.schema import iter_jsonl
 
-if TYPE_CHECKING:  # the spec's checks read this module's shipped pairs (heldout_available)
-    from j1.demo_spec import DemoSpec
+if TYPE_CHECKING:
+    from j1.demo.spec import DemoSpec
     from j1.eval.spec import EvalSpec
     from j1.train.spec import TrainRun
 
 log = logging.getLogger(__name__)
 
-TRAIN_PAIRS = ASSETS / "data" / "gsm8k_mismatch.jsonl"
-HELDOUT_PAIRS = ASSETS / "data" / "heldout_mismatch.jsonl"
-SAME_SOURCE_PAIRS = ASSETS / "data" / "gsm8k_test_mismatch.jsonl"
 # The held-out groups, as each row's category (j1 eval reports each): whether the judge learned the task
 # on its own source, and whether that carries over to sources it never saw.
 SAME_SOURCE, OTHER_SOURCES = "same source", "other sources"
-RECIPE = ASSETS / "recipes" / "j1_135m.yaml"
 EXAMPLE = {"prompt": "What is the capital of Australia?", "A": "The capital of Australia is Canberra.",
            "B": "The capital of Australia is Sydney.", "better": "A"}
 # The source files named in the shipped pairs' "source" field: where they come from and their licence.
@@ -107,12 +104,6 @@ def heldout_rows(n: int) -> list[dict]:
     ['same source', 'same source', 'other sources']
     """
     return [{**dataclasses.asdict(p), "category": group} for group, pairs in heldout_groups(n) for p in pairs]
-
-
-def heldout_available() -> tuple[int, int]:
-    """The shipped held-out pairs: (same source, other sources)."""
-    return tuple(sum(1 for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
-                 for p in (SAME_SOURCE_PAIRS, HELDOUT_PAIRS))
 
 
 def config_change(old: dict, new: dict) -> str | None:
@@ -205,7 +196,7 @@ def how_asked(cfg: DemoSpec, out: Path, train: TrainRun | None) -> tuple[dict, s
     trained judge's manifest (M > 0, ``train`` the training run), else as the ready judge's manifest
     says; greedy either way."""
     if cfg.minutes > 0:
-        from j1.judges import trained_manifest
+        from j1.judging.judges import trained_manifest
 
         if train is None:
             raise ValueError(f"--minutes {cfg.minutes}: training needs the training run (the recipe's specs)")
@@ -224,9 +215,9 @@ def how_asked(cfg: DemoSpec, out: Path, train: TrainRun | None) -> tuple[dict, s
 
 
 def stage_example(run: DemoRun, when: str) -> dict:
-    from j1.demo_report import example_line
+    from j1.demo.report import example_line
     from j1.formats import get_format
-    from j1.judge import judge_pairs
+    from j1.judging.judge import judge_pairs
 
     model = run.before_model if when == "before" else run.after_model
     if when == "before":
@@ -248,8 +239,8 @@ def stage_example(run: DemoRun, when: str) -> dict:
 
 
 def stage_data(run: DemoRun) -> None:
-    from j1.atomic import write_jsonl_atomic
     from j1.data.mix import both_orders, mix
+    from j1.runs.atomic import write_jsonl_atomic
 
     data = run.out / "data"
     # j1 synth mix's own draw and A/B placement; nothing held out (the held-out pairs come from elsewhere).
@@ -313,7 +304,7 @@ def stage_train(run: DemoRun) -> dict:
 def train_summary(out: Path, stage: dict) -> dict:
     """Steps, first and last mean reward, and the curve PNGs (written to ``out``) of DIR/train/log.jsonl,
     with the budget and precision the train stage recorded (``stage``)."""
-    from j1.demo_report import curve_points, plot_curves
+    from j1.demo.report import curve_points, plot_curves
 
     rows = [row for _, row in iter_jsonl(out / "train" / "log.jsonl", allow_torn_tail=True)]
     steps, rewards = curve_points(rows, "reward")
@@ -325,7 +316,7 @@ def train_summary(out: Path, stage: dict) -> dict:
 
 
 def stage_report(run: DemoRun) -> None:
-    from j1.demo_report import reading_line, render_report, table_rows
+    from j1.demo.report import reading_line, render_report, table_rows
 
     metrics = {w: json.loads((run.out / f"eval-{w}" / "metrics.json").read_text(encoding="utf-8"))
                for w in ("before", "after")}
@@ -357,7 +348,7 @@ def warm_batch(run: DemoRun) -> dict:
     The example's own judging is no measure: it pays the first call's set-up (46.8 s for 2 prompts on a
     busy machine, where a batch of 8 then took about 10 s: issue 56)."""
     from j1.formats import get_format
-    from j1.judge import judge_pairs
+    from j1.judging.judge import judge_pairs
 
     ecfg = run.eval_config(run.before_model, "eval-before")
     backend = run.models.get(ecfg)
@@ -396,7 +387,7 @@ def run_demo(cfg: DemoSpec, train: TrainRun | None = None, say: Callable[[str], 
     limit and the checkpoint to resume from. ``say`` shows results as they come (the example verdicts);
     stage starts and ends are logged.
     """
-    from j1.runinfo import RunFolder
+    from j1.runs.runinfo import RunFolder
 
     folder = RunFolder(cfg.out, command="j1 demo")
     out = folder.path

@@ -11,12 +11,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from j1.atomic import plain
 from j1.backends import Backend, Completion, Messages, SamplingParams
-from j1.chat import with_prefill
 from j1.formats import JudgeFormat, Verdict
 from j1.formats.base import Guidance
+from j1.judging.chat import with_prefill
 from j1.pairs import ORDERS, SLOTS, combine_orders, compare_scores, orient, plurality, render_both
+from j1.runs.atomic import plain
 
 
 @dataclass
@@ -235,7 +235,7 @@ def judge_pairs(
 ) -> list[Judgment]:
     """Judge ``(prompt, response_a, response_b)`` items; all prompts of all items go to the backend
     at once so it can batch (locally) or run them concurrently (HTTP). ``prefill``: the fixed start
-    of every answer (``j1.chat``); ``guides``: each item's criteria and reference (None: none)."""
+    of every answer (``j1.judging.chat``); ``guides``: each item's criteria and reference (None: none)."""
     if guides is not None and len(guides) != len(items):
         raise ValueError(f"{len(guides)} guides for {len(items)} items")
     slots: list[tuple[int, str]] = []
