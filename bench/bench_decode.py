@@ -316,7 +316,7 @@ def generate_shared(backend, prompts, params) -> dict:
     import torch
     from transformers import StaticCache
 
-    from j1 import sharedprefix
+    from j1.backends import sharedprefix
 
     tok, model = backend.tokenizer, backend.model
     enc = tok([backend.render(m) for m in prompts], return_tensors="pt", padding=True, add_special_tokens=False)
