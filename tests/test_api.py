@@ -91,17 +91,20 @@ class _NoModel(Backend):
 
 
 def test_no_name_is_the_shipped_judge_with_its_manifest(monkeypatch):
-    monkeypatch.setattr("j1.api.make_backend", lambda model, base_url, api_key=None, **kw: _NoModel(model, base_url, **kw))
+    monkeypatch.setattr("j1.backends.make_backend",
+                        lambda model, base_url, api_key=None, **kw: _NoModel(model, base_url, **kw))
     judge = load_judge(batch_rows=4)
     m = manifest_for(DEFAULT_JUDGE)
-    assert judge.backend.built == (DEFAULT_JUDGE, None, {"batch_rows": 4})
+    local = {"batch_rows": 4, "max_batch_tokens": 65536, "dtype": "auto", "device": None, "max_context": None}
+    assert judge.backend.built == (DEFAULT_JUDGE, None, local)
     # one name for the setting (--batch_rows); the API's former spelling still reaches it
-    assert load_judge(max_batch_rows=4).backend.built == (DEFAULT_JUDGE, None, {"batch_rows": 4})
+    assert load_judge(max_batch_rows=4).backend.built == (DEFAULT_JUDGE, None, local)
     assert (judge.name, judge.format.name, judge.prefill, judge.params.max_new_tokens) == \
         (m.name, m.format, m.assistant_prefill, m.max_new_tokens)
     # the served model: no manifest applies; the name is the server's
     served = load_judge(base_url="http://127.0.0.1:9/v1", timeout=5.0)
-    assert served.backend.built == (None, "http://127.0.0.1:9/v1", {"timeout": 5.0}) and served.manifest is None
+    http = {"concurrency": 32, "timeout": 5.0, "max_retries": 4, "endpoint": "auto", "max_context": None}
+    assert served.backend.built == (None, "http://127.0.0.1:9/v1", http) and served.manifest is None
     assert served.format.name == "pav" and served.params.max_new_tokens == 512
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
 
@@ -12,14 +11,15 @@ from j1.judging.judges import (
     SHIPPED,
     SHIPPED_DIR,
     Manifest,
-    apply_manifest,
     base_reference,
     judge_weights,
+    manifest_settings,
     read_manifest,
     record_metrics,
     trained_manifest,
     write_manifest,
 )
+from j1.judging.settings import JudgeSettings
 
 
 def test_manifest_round_trips(tmp_path):
@@ -59,18 +59,6 @@ def test_record_metrics_adds_a_key_and_keeps_the_rest(tmp_path):
     assert not record_metrics(tmp_path / "plain", "b", {})  # no manifest: nothing to update
 
 
-@dataclass
-class _Cfg:
-    model: str | None = None
-    base_url: str | None = None
-    format: str | None = None
-    template: str | None = None
-    assistant_prefill: str | None = None
-    max_new_tokens: int | None = None
-    temperature: float | None = None
-    samples: int | None = None
-
-
 PLAIN = dict(format="pav", template="full", max_new_tokens=512, temperature=0.0, samples=1)
 
 
@@ -84,20 +72,34 @@ PLAIN = dict(format="pav", template="full", max_new_tokens=512, temperature=0.0,
 ])
 def test_unset_fields_come_from_the_manifest(tmp_path, given, expected):
     write_manifest(tmp_path, Manifest(format="pas", template="compact", assistant_prefill="<think>", max_new_tokens=9))
-    cfg = _Cfg(model=str(tmp_path), **given)
-    assert apply_manifest(cfg, PLAIN) is not None
-    assert {k: getattr(cfg, k) for k in expected} == expected
+    settings, manifest = JudgeSettings(model=str(tmp_path), **given).resolved()
+    assert manifest is not None
+    assert {k: getattr(settings, k) for k in expected} == expected
 
 
 def test_without_a_manifest_the_plain_defaults_apply(tmp_path):
-    cfg = _Cfg(model=str(tmp_path), samples=3)
-    assert apply_manifest(cfg, PLAIN) is None
-    assert (cfg.format, cfg.template, cfg.assistant_prefill, cfg.max_new_tokens, cfg.samples) == (
-        "pav", "full", None, 512, 3)
+    settings, manifest = JudgeSettings(model=str(tmp_path), samples=3).resolved()
+    assert manifest is None
+    assert (settings.format, settings.template, settings.assistant_prefill, settings.max_new_tokens,
+            settings.samples) == ("pav", "full", None, 512, 3)
     # a served model has no manifest even when a folder of that name exists here
     write_manifest(tmp_path, Manifest(format="pas"))
-    served = _Cfg(model=str(tmp_path), base_url="http://127.0.0.1:1/v1")
-    assert apply_manifest(served, PLAIN) is None and served.format == "pav"
+    served, manifest = JudgeSettings(model=str(tmp_path), base_url="http://127.0.0.1:1/v1").resolved()
+    assert manifest is None and served.format == "pav"
+    # ... unless it is named as the judge the engine serves
+    judged, manifest = JudgeSettings(base_url="http://127.0.0.1:1/v1", judge=str(tmp_path)).resolved()
+    assert manifest == read_manifest(tmp_path) and judged.format == "pas"
+
+
+@pytest.mark.parametrize(("manifest", "given", "expected"), [
+    (Manifest("pos", samples=3), {"format": None, "samples": 1}, {"format": "pos", "samples": 1}),
+    (Manifest("pos", samples=3), {"format": None, "samples": None}, {"format": "pos", "samples": 3}),
+    (None, {"format": None, "template": "digest"}, {"format": "pav", "template": "digest"}),
+    (None, {"assistant_prefill": None}, {"assistant_prefill": None}),  # no plain default: stays unset
+    (Manifest("pav", assistant_prefill="<think>"), {"assistant_prefill": None}, {"assistant_prefill": "<think>"}),
+])
+def test_manifest_settings_fill_only_what_is_unset(manifest, given, expected):
+    assert manifest_settings(manifest, given, PLAIN) == expected
 
 
 def test_base_reference_is_relative_for_folders(tmp_path):

@@ -161,3 +161,33 @@ def test_few_modules_sit_directly_in_j1():
     # Rooms by concept (issue 55): the top of the package holds the public face and a few shared leaves.
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= 10, top
+
+
+def _stdlib_and_j1_imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_the_cli_only_parses():
+    # The cli parses, reads the environment and prints; sockets, signals, threads and pair stores live in their
+    # domains (j1.serve.process, j1.data.synth).
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        held = _stdlib_and_j1_imports(path) & {"socket", "signal", "threading", "uvicorn.Server", "j1.data.store"}
+        assert not held, f"{path.relative_to(REPO)} imports {sorted(held)}"
+
+
+def test_every_config_parameter_is_typed():
+    # A spec passed on as an untyped ``cfg`` hides which settings a function reads.
+    untyped = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                untyped += [f"{path.relative_to(REPO)}:{node.lineno} {node.name}({a.arg})" for a in args
+                            if a.annotation is None and (a.arg == "cfg" or a.arg.endswith("_cfg") or a.arg == "ecfg")]
+    assert not untyped, untyped

@@ -14,37 +14,16 @@ inputs and seed give the same verdicts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from j1.backends import Backend, SamplingParams, make_backend
+from j1.backends import Backend, SamplingParams
 from j1.formats import JudgeFormat, get_format
 from j1.formats.base import INPUTS, Guidance, Prompt, request_text
 from j1.judging.chat import with_prefill
 from j1.judging.judge import Judgment, judge_pairs, judging, mean_score, to_sample
-from j1.judging.judges import DEFAULT_JUDGE, Manifest, apply_manifest, warn_untrained_inputs
-
-# Keyword overrides load_judge takes, by what they set. The judging ones default to the manifest.
-JUDGING_KEYS = Manifest.DEFAULTS
-SAMPLING_KEYS = ("top_p", "seed")
-LOCAL_KEYS = ("batch_rows", "max_batch_tokens", "dtype", "device")
-HTTP_KEYS = ("concurrency", "timeout", "max_retries", "endpoint")
-BOTH_KEYS = ("max_context",)  # a local judge's context, or the engine's
-
-
-@dataclass
-class _Settings:
-    """What ``apply_manifest`` fills: unset (None) judging fields take the manifest's values."""
-
-    model: str | None
-    base_url: str | None
-    judge: str | None = None
-    format: str | None = None
-    template: str | None = None
-    assistant_prefill: str | None = None
-    max_new_tokens: int | None = None
-    temperature: float | None = None
-    samples: int | None = None
+from j1.judging.judges import DEFAULT_JUDGE, Manifest, warn_untrained_inputs
+from j1.judging.settings import BOTH, HTTP, JUDGING, LOCAL, SAMPLING, JudgeSettings, names_judge
 
 
 class Judge:
@@ -219,19 +198,8 @@ def _split_items(items: Sequence[Any], names: tuple[str, ...], default: Guidance
     return out, guides
 
 
-def _names_judge(ref: str) -> bool:
-    """Whether ``ref`` names a judge j1 made (a shipped name, a folder or file with its manifest, a GGUF)."""
-    from pathlib import Path
-
-    from j1.judging.judges import MANIFEST, SHIPPED
-
-    path = Path(ref).expanduser()
-    return ref in SHIPPED or ref.endswith(".gguf") and path.is_file() or (path / MANIFEST).is_file() \
-        or path.name == MANIFEST and path.is_file()
-
-
-def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-               served_name: str | None = None, **overrides: Any) -> Judge:
+def load_judge(name_or_path: str | JudgeSettings | None = None, *, base_url: str | None = None,
+               api_key: str | None = None, served_name: str | None = None, **overrides: Any) -> Judge:
     """Load a judge the way ``j1 judge --model`` names one.
 
     Args:
@@ -240,13 +208,14 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
             Hugging Face id. With ``base_url``: a judge j1 made (shipped name, folder, ``judge.json`` or the
             GGUF ``j1 export judge --gguf`` wrote), whose manifest sets how it is asked and whose name the
             engine is asked for (checked against its ``/v1/models``), else the served model name. None:
-            ``DEFAULT_JUDGE`` locally, the server's first model with ``base_url``.
+            ``DEFAULT_JUDGE`` locally, the server's first model with ``base_url``. Or a whole
+            ``j1.judging.settings.JudgeSettings`` (as every judging command builds it), with no other argument.
         base_url: an OpenAI-compatible engine (vLLM, SGLang, llama.cpp), e.g. ``http://127.0.0.1:8000/v1``.
         api_key: the server's key (the API reads no environment variable).
         served_name: with ``base_url`` and a judge j1 made, the engine's name for it when not the manifest's.
-        overrides: judging settings (format, template, assistant_prefill, max_new_tokens,
-            temperature, samples; unset ones come from the manifest, else j1 judge's defaults),
-            top_p and seed, and backend settings: local batch_rows, max_batch_tokens, dtype,
+        overrides: ``JudgeSettings`` fields: judging settings (format, template, assistant_prefill,
+            max_new_tokens, temperature, samples; unset ones come from the manifest, else j1 judge's
+            defaults), top_p and seed, and backend settings: local batch_rows, max_batch_tokens, dtype,
             device; HTTP concurrency, timeout, max_retries, endpoint (``j1 judge --endpoint``); both
             max_context (the local judge's, or the engine's).
 
@@ -261,37 +230,47 @@ def load_judge(name_or_path: str | None = None, *, base_url: str | None = None, 
     >>> judge.compare("2+2?", "4", "5").verdict                       # doctest: +SKIP
     'A'
     """
-    from j1.judging.judges import PLAIN_DEFAULTS
+    if isinstance(name_or_path, JudgeSettings):
+        if base_url is not None or api_key is not None or served_name is not None or overrides:
+            raise TypeError("load_judge(settings): the JudgeSettings hold every setting; pass nothing beside them")
+        return _open(name_or_path)
+    return _open(_settings(name_or_path, base_url, api_key, served_name, overrides))
 
+
+def _settings(name_or_path: str | None, base_url: str | None, api_key: str | None, served_name: str | None,
+              overrides: dict[str, Any]) -> JudgeSettings:
+    """``load_judge``'s keyword form as JudgeSettings, its keys checked.
+
+    >>> _settings("j", "http://h/v1", None, None, {"samples": 2}).samples
+    2
+    """
     if "max_batch_rows" in overrides:  # the setting's former name here; --batch_rows everywhere else
         overrides["batch_rows"] = overrides.pop("max_batch_rows")
-    known = (*JUDGING_KEYS, *SAMPLING_KEYS, *LOCAL_KEYS, *HTTP_KEYS, *BOTH_KEYS)
+    known = (*JUDGING, *SAMPLING, *LOCAL, *HTTP, *BOTH)
     for key in overrides:
         if key not in known:
             raise TypeError(f"load_judge() got an unknown setting {key!r}; known: {', '.join(known)}")
-    wrong_kind = LOCAL_KEYS if base_url else HTTP_KEYS
+    wrong_kind = LOCAL if base_url else HTTP
     for key in overrides:
         if key in wrong_kind:
             where = "a local judge (no base_url)" if base_url else "a served judge (base_url)"
             raise TypeError(f"load_judge(): {key!r} applies to {where} only")
     model = name_or_path if name_or_path is not None or base_url else DEFAULT_JUDGE
-    judge = model if base_url and model is not None and _names_judge(model) else None
-    if served_name is not None and judge is None:
+    if base_url and model is not None and names_judge(model):
+        # A judge j1 made, served: its manifest sets how it is asked; the engine's name is served_name (or its own).
+        return JudgeSettings(model=served_name, base_url=base_url, judge=model, api_key=api_key, **overrides)
+    if served_name is not None:
         raise TypeError("load_judge(): served_name renames a judge j1 made (a folder, judge.json, shipped name or "
                         "GGUF) served at base_url")
-    settings = _Settings(model, base_url, judge, **{k: overrides[k] for k in JUDGING_KEYS if k in overrides})
-    manifest = apply_manifest(settings, PLAIN_DEFAULTS)
-    # Settings are checked before the (slow) model load.
-    fmt = get_format(settings.format, settings.template)
-    params = SamplingParams(n=settings.samples, temperature=settings.temperature,
-                            top_p=overrides.get("top_p", 1.0), max_new_tokens=settings.max_new_tokens,
-                            seed=overrides.get("seed", 0))
-    backend_kw = {k: overrides[k] for k in (*(HTTP_KEYS if base_url else LOCAL_KEYS), *BOTH_KEYS) if k in overrides}
-    if judge is not None:  # the engine is asked for the judge's name, its prompt rendered as it was trained
-        from j1.judging.judges import served_judge
+    return JudgeSettings(model=model, base_url=base_url, api_key=api_key, **overrides)
 
-        model, served = served_judge(judge, served_name, backend_kw.get("endpoint", "auto"))
-        backend_kw.update(served)
-    backend = make_backend(model, base_url, api_key=api_key, **backend_kw)
+
+def _open(settings: JudgeSettings) -> Judge:
+    """The judge ``settings`` name: checked (format, wording, sampling) before the slow model load."""
+    settings, manifest = settings.resolved()
+    fmt = get_format(settings.format, settings.template)
+    params = settings.sampling_params()
+    backend = settings.open_backend()
     name = manifest.name if manifest is not None and manifest.name else backend.model_name
-    return Judge(backend, fmt, params, settings.assistant_prefill, name=name, manifest=manifest, base_url=base_url)
+    return Judge(backend, fmt, params, settings.assistant_prefill, name=name, manifest=manifest,
+                 base_url=settings.base_url)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from j1.backends import Backend, build_backend
+from j1.backends import Backend
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.data.pairs_io import row_inputs
 from j1.eval.items import Item, input_counts, item_prompts, pair_slot
@@ -326,7 +326,7 @@ def run_label(cfg: LabelSpec, backend: Backend | None = None, *,
     # Log-odds margins read the local judge too: it is opened once, for both, when there is work for it.
     own = backend is None and cfg.margin == "logodds" and not cfg.base_url and bool(work)
     if own:
-        backend = open_backend() if open_backend is not None else build_backend(cfg)
+        backend = open_backend() if open_backend is not None else cfg.open_backend()
     try:
         info = judge_run(cfg, folder, work, total, counts=dict(items=len(rows), inputs=inputs), backend=backend,
                          open_backend=open_backend)

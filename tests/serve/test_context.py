@@ -72,7 +72,7 @@ def test_one_item_too_long_costs_only_itself_in_a_reward_batch(judge):
 @pytest.mark.parametrize("truncate", ["left", "middle"])
 def test_truncation_judges_shortened_responses_within_the_context(judge, truncate, monkeypatch):
     # a 640-token context keeps the model's work small on a CPU; --max_context reaches serve through the
-    # backend alone (j1 serve builds the judge with it: ServeSpec.backend_kwargs)
+    # backend alone (j1 serve builds the judge with it: ServeSpec.judge_settings)
     monkeypatch.setattr(judge.backend, "max_context", 640)
     response = "The answer is 5. " + "Let me check once more. " * 300 + "So 2 + 3 = 5."
     pair = {"prompt": PROMPT, "response_a": response, "response_b": "6"}
@@ -116,7 +116,7 @@ def test_a_max_context_over_the_models_positions_is_warned_about(judge, monkeypa
     from j1.serve.app import ServerSettings, context_limit
     from j1.serve.spec import ServeSpec
 
-    assert ServeSpec(max_context=100_000).backend_kwargs()["max_context"] == 100_000
+    assert ServeSpec(max_context=100_000).judge_settings().backend_kwargs()["max_context"] == 100_000
     monkeypatch.setattr(judge.backend, "max_context", 100_000)
     assert judge.backend.context_window() == 100_000 and judge.backend.model_context() == 8192
     with caplog.at_level(logging.WARNING, logger="j1.serve.app"):

@@ -122,10 +122,12 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
     return report
 
 
-def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeFormat, records: dict, cfg) -> int:
+def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeFormat, records: dict, *, samples: int,
+                         texts: bool) -> int:
     """DIR/results.jsonl: each attack pair in row then attack order (``j1.eval.results``), the reference as
     response A (the label) and the attack as B; ``outcome`` names the attack, its row and, for an attack that
-    names its own letter, its text when shown first (as A)."""
+    names its own letter, its text when shown first (as A). ``samples``: how many each prompt has; ``texts``:
+    keep the texts (``--no_texts`` keeps ids only)."""
     items, outcomes = [], {}
     for row in rows:
         for p in attack_pairs(row, fmt):
@@ -133,12 +135,12 @@ def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeForma
             item.source = row.meta.get("row")
             items.append(item)
             outcomes[item.id] = {"attack": p.attack, "row": row.id,
-                                 "attack_shown_first": p.as_a if p.as_a != p.as_b and cfg.texts else None}
+                                 "attack_shown_first": p.as_a if p.as_a != p.as_b and texts else None}
 
     def view(item, rec):  # the label is the reference (A): a verdict for the attack (B) is wrong
-        return pair_view(fmt, item, rec, k=cfg.samples, scheme="mean", thoughts=cfg.texts)
+        return pair_view(fmt, item, rec, k=samples, scheme="mean", thoughts=texts)
 
-    return write_results(path, "attack", items, records, view, labelled=True, texts=cfg.texts, outcomes=outcomes)
+    return write_results(path, "attack", items, records, view, labelled=True, texts=texts, outcomes=outcomes)
 
 
 def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend: Callable[[], Backend] | None = None) -> dict:
@@ -148,7 +150,7 @@ def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend:
         cfg: the AttackSpec.
         backend: a ready backend (tests); the caller closes it.
         open_backend: builds the backend the config names, called only when there is work left (a
-            finished run resumed loads no model); default ``j1.backends.build_backend(cfg)``.
+            finished run resumed loads no model); default ``cfg.open_backend()``.
     """
     folder = open_run(cfg, "attack", stale=("report.json", "report.md", "results.jsonl"))
     fmt = get_format(cfg.format, cfg.template)
@@ -160,7 +162,8 @@ def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend:
              len(rows), len(ATTACKS), len(pairs), total, cfg.samples, total - len(work), len(work))
     model = judge_run(cfg, folder, work, total, counts=dict(rows=len(rows), pairs=len(pairs)), backend=backend,
                       open_backend=open_backend)["model"]
-    write_attack_results(folder.path / "results.jsonl", rows, fmt, read_judgments(folder.result), cfg)
+    write_attack_results(folder.path / "results.jsonl", rows, fmt, read_judgments(folder.result), samples=cfg.samples,
+                         texts=cfg.texts)
     report = score_attack(folder.path, n_boot=cfg.n_boot)
     o = report["overall"]
     log.info("%s: attacks preferred in %.1f%% of verdicts, in both orders for %.1f%% of pairs, invalid %.1f%% "

@@ -7,6 +7,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+# How a served judge is asked: /chat/completions, /completions with its own chat template, or whichever fits.
+ENDPOINTS = ("auto", "chat", "completions")
+
 Messages = list[dict[str, str]]
 
 

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 
 from j1.backends.base import (
+    ENDPOINTS,
     Backend,
     BackendError,
     Completion,
@@ -42,7 +43,6 @@ from j1.backends.engine import (
     restore_stop,
     retry_after_seconds,
 )
-from j1.backends.spec import ENDPOINTS
 from j1.judging.chat import prefill, render
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ENDPOINTS = ("auto", "chat", "completions")
+from j1.backends.base import ENDPOINTS
 
 
 @dataclass
@@ -57,13 +57,19 @@ class BackendArgs:
                              "the judge with --judge")
 
     def backend_kwargs(self) -> dict:
-        """The backend's settings (``j1.backends.make_backend``; ``j1.api.load_judge`` takes the same)."""
+        """The backend's settings (``j1.backends.make_backend``): the served or the local ones."""
         if self.base_url:
-            # A judging spec's --max_context is the engine's context: answers are fitted into it.
             return dict(concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries,
-                        endpoint=self.endpoint, max_context=getattr(self, "max_context", None))
-        # A judging spec's --max_context bounds what the local judge accepts (j1.judging.limits).
-        return dict(batch_rows=self.batch_rows, dtype=self.dtype, max_context=getattr(self, "max_context", None))
+                        endpoint=self.endpoint)
+        return dict(batch_rows=self.batch_rows, dtype=self.dtype)
+
+    def open_backend(self, api_key: str | None = None):
+        """The backend these flags name (a judging spec's own, ``JudgeArgs.open_backend``, keeps a served judge's
+        manifest). ``api_key`` goes to a server only; the caller reads it, as only the CLI reads the environment."""
+        from j1.backends import make_backend
+
+        return make_backend(self.model, self.base_url, api_key=api_key if self.base_url else None,
+                            **self.backend_kwargs())
 
 
 @dataclass

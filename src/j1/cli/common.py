@@ -16,7 +16,11 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from j1.backends.base import Backend
+    from j1.backends.spec import BackendArgs
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -309,11 +313,10 @@ def setup_logging(verbose: bool = False) -> None:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
 
 
-def build_backend(cfg):
-    """The backend a BackendArgs config names, with the API key read from ``cfg.api_key_env``."""
-    from j1.backends import build_backend as backend_for
-
-    return backend_for(cfg, api_key=os.environ.get(cfg.api_key_env) if cfg.base_url else None)
+def build_backend(cfg: BackendArgs) -> Backend:
+    """The backend a config names (a judging config's keeps a served judge's manifest, ``JudgeArgs.open_backend``),
+    with the API key read from ``cfg.api_key_env``."""
+    return cfg.open_backend(os.environ.get(cfg.api_key_env) if cfg.base_url else None)
 
 
 def check_hub_inputs(*configs) -> None:

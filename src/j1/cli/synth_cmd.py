@@ -6,14 +6,13 @@
 - ``j1 synth mix --inputs A.jsonl:N B.jsonl --out-dir DIR``: train/held-out rows, both orders.
 
 The generators resume: rerunning the same command over an existing ``--out`` skips every prompt
-already finished (see :mod:`j1.data.store`).
+already finished (see :mod:`j1.data.store`); the runs themselves are ``j1.data.synth``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +25,7 @@ SUBCOMMANDS = {
     "mismatch": "a question's gold answer vs another question's gold answer (no model; GSM8K-style sources)",
     "mix": "mix pair files in given amounts; held-out split by prompt; both orders of every pair",
 }
+CONFIGS = {"math": SynthMathSpec, "chat": SynthChatSpec, "mismatch": SynthMismatchSpec, "mix": MixSpec}
 
 
 def usage() -> str:
@@ -33,144 +33,9 @@ def usage() -> str:
     return f"usage: j1 synth {{{','.join(SUBCOMMANDS)}}} [options]   (j1 synth SUB --help)\n\n{rows}\n"
 
 
-def run_math(cfg: SynthMathSpec) -> dict:
-    from j1.data.sources import load_math_problems, source_name
-    from j1.data.store import PairStore, run_entry, run_folder
-    from j1.data.synth_math import KIND, sample_counts_from_store, synth_math
-
-    started = time.time()
-    problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
-                                  split=cfg.split, limit=cfg.limit)
-    with PairStore(cfg.out, KIND) as store:
-        todo = sum(p.id not in store.done for p in problems)
-        before = len(store.done)
-        backend = build_backend(cfg) if todo else _NoBackend()
-        try:
-            synth_math(backend, problems, store, cfg.sampling_params(), source=source_name(cfg.source),
-                       progress=cfg.progress, deadline=_deadline(started, cfg),
-                       chunk_size=cfg.concurrency if cfg.base_url else max(1, _rows(backend) // cfg.samples))
-        finally:
-            backend.close()
-        stats = store.stats(
-            prompts_seen=len(problems),
-            run=run_entry(started, backend, len(store.done) - before, len(problems) - todo),
-            extra={"samples": sample_counts_from_store(store), "source": cfg.source},
-        )
-        store.write_stats(stats)
-        run_folder(store.out, "j1 synth math", started=started).write(cfg, pairs=stats["pairs"], done=stats["done"])
-    return stats
-
-
-def _rows(backend) -> int:
-    """A local backend's rows per batch (set by the device when the flag is unset)."""
-    return getattr(backend, "batch_rows", None) or 32
-
-
-def build_judge(cfg: SynthChatSpec):
-    """The reference judge of ``--verify-with`` (None without it); 'embedded' = the default model."""
-    if not cfg.verify_with:
-        return None
-    from j1.backends import make_backend
-
-    model = None if cfg.verify_with == "embedded" else cfg.verify_with
-    api_key = os.environ.get(cfg.api_key_env) if cfg.verify_base_url else None
-    kwargs = dict(concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries) \
-        if cfg.verify_base_url else dict(batch_rows=cfg.batch_rows, dtype=cfg.dtype)
-    return make_backend(model, cfg.verify_base_url, api_key=api_key, **kwargs)
-
-
-def run_chat(cfg: SynthChatSpec) -> dict:
-    from j1.data.filters import Embedder
-    from j1.data.sources import load_chat_prompts, source_name
-    from j1.data.store import PairStore, run_entry, run_folder
-    from j1.data.synth_chat import KIND, options_from, synth_chat
-
-    started = time.time()
-    problems = load_chat_prompts(cfg.source, prompt_field=cfg.prompt_field, split=cfg.split, limit=cfg.limit,
-                                 max_words=cfg.max_prompt_words)
-    with PairStore(cfg.out, KIND) as store:
-        todo = sum(p.id not in store.done for p in problems)
-        before = len(store.done)
-        backend = build_backend(cfg) if todo else _NoBackend()
-        judge = build_judge(cfg) if todo else None
-        checks: dict = {}
-        try:
-            if todo:
-                checks = dict(synth_chat(backend, problems, store, options_from(cfg), Embedder(cfg.embedder),
-                                         source=source_name(cfg.source), judge=judge, progress=cfg.progress,
-                                         deadline=_deadline(started, cfg)))
-        finally:
-            backend.close()
-            if judge is not None:
-                judge.close()
-        stats = store.stats(
-            prompts_seen=len(problems),
-            run=run_entry(started, backend, len(store.done) - before, len(problems) - todo) | {"rewrite_checks": checks},
-            extra={"rewrite_checks": _rewrite_checks(store), "source": cfg.source},
-        )
-        store.write_stats(stats)
-        run_folder(store.out, "j1 synth chat", started=started).write(cfg, pairs=stats["pairs"], done=stats["done"])
-    return stats
-
-
-def _rewrite_checks(store) -> dict[str, int]:
-    """How every rewrite candidate of every finished prompt fared (kept or its drop reason)."""
-    from collections import Counter
-
-    counts: Counter = Counter()
-    for rec in [*store.pairs.values(), *store.dropped.values()]:
-        counts.update(c["verdict"] for c in rec.get("meta", {}).get("rewrite_candidates", []))
-    return dict(sorted(counts.items()))
-
-
-def run_mismatch(cfg: SynthMismatchSpec) -> dict:
-    """Write the mismatch pair file and OUT.run.json; returns the counts (see :mod:`j1.data.mismatch`)."""
-    from j1.data.mismatch import mismatch_pairs
-    from j1.data.sources import load_math_problems, source_name
-    from j1.data.store import run_folder
-    from j1.runs.atomic import write_jsonl_atomic
-
-    started = time.time()
-    problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
-                                  split=cfg.split)
-    pairs = mismatch_pairs(problems, pairs=cfg.pairs, max_words=cfg.max_words, seed=cfg.seed,
-                           source=source_name(cfg.source), kind=cfg.kind)
-    stats = {"kind": cfg.kind, "source": cfg.source, "questions": len(problems), "pairs": write_jsonl_atomic(cfg.out, pairs),
-             "out": cfg.out}
-    run_folder(cfg.out, "j1 synth mismatch", started=started).write(cfg, **stats)
-    return stats
-
-
-def run_mix(cfg: MixSpec) -> dict:
-    from j1.data.mix import run_mix_config
-
-    return run_mix_config(cfg)
-
-
-def _deadline(started: float, cfg) -> float | None:
-    return None if cfg.max_minutes is None else started + 60 * cfg.max_minutes
-
-
-class _NoBackend:
-    """Stands in when everything is already done: nothing is loaded and nothing is asked."""
-
-    model_name = "none (all done)"
-
-    def __init__(self):
-        from j1.backends import Usage
-
-        self.usage = Usage()
-
-    def stream(self, prompts, params):
-        if prompts:
-            raise RuntimeError("no backend was built because nothing was left to do")
-        return iter(())
-
-    def close(self) -> None:
-        pass
-
-
 def main(argv: Sequence[str]) -> int:
+    from j1.data.synth import summary_line, verifier
+
     argv = list(argv)
     if not argv or argv[0] in {"-h", "--help", "help"}:
         sys.stdout.write(usage())
@@ -183,24 +48,9 @@ def main(argv: Sequence[str]) -> int:
     cfg = parse(CONFIGS[sub], rest, prog=prog)
     check_hub_inputs(cfg)  # an uncached hub id, offline: one line now, not after a minute of retries
     setup_logging()
+    # Only the CLI reads environment variables: the generator's key and the verifying judge's.
+    verify_key = os.environ.get(cfg.api_key_env) if sub == "chat" and cfg.verify_base_url else None
     # A failed start leaves no empty folder (a resumable store with pairs in it stays).
     with removed_on_error(cfg.out_dir if sub == "mix" else Path(cfg.out).parent):
-        print(_summary(sub, cfg))
+        print(summary_line(sub, cfg, lambda: build_backend(cfg), lambda: verifier(cfg, verify_key)))
     return 0
-
-
-CONFIGS = {"math": SynthMathSpec, "chat": SynthChatSpec, "mismatch": SynthMismatchSpec, "mix": MixSpec}
-
-
-def _summary(sub: str, cfg) -> str:
-    """Run the subcommand; its summary line(s)."""
-    if sub == "mismatch":
-        stats = run_mismatch(cfg)  # a bad source or too few short questions: one line, from j1's handler
-        return f"{stats['pairs']} mismatch pairs from {stats['questions']} questions -> {stats['out']}"
-    if sub == "mix":
-        from j1.data.mix import summary_text as mix_summary
-
-        return mix_summary(run_mix(cfg))
-    from j1.data.store import summary_text
-
-    return summary_text(run_math(cfg) if sub == "math" else run_chat(cfg))

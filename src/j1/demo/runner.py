@@ -41,6 +41,7 @@ from j1.runs.runinfo import setting_changes
 from j1.schema import iter_jsonl
 
 if TYPE_CHECKING:
+    from j1.backends.base import Backend
     from j1.demo.spec import DemoSpec
     from j1.eval.spec import EvalSpec
     from j1.train.spec import TrainRun
@@ -151,12 +152,10 @@ class _Models:
         self.name: str | None = None
         self.backend = None
 
-    def get(self, ecfg):
+    def get(self, ecfg: EvalSpec) -> Backend:
         if self.name != ecfg.model:
-            from j1.backends import build_backend
-
             self.close()
-            self.backend, self.name = build_backend(ecfg), ecfg.model
+            self.backend, self.name = ecfg.open_backend(), ecfg.model
         return self.backend
 
     def close(self) -> None:

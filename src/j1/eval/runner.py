@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tqdm.auto import tqdm
 
-from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams, build_backend
+from j1.backends import Backend, BackendError, ContextTooLong, Messages, SamplingParams
 from j1.eval.benchmarks import get_benchmark, load_items
 from j1.eval.benchmarks.base import Asking
 from j1.eval.items import Item, input_counts, item_prompts, keep_inputs
@@ -36,9 +36,32 @@ from j1.runs.atomic import JsonlAppender, write_json_atomic
 from j1.runs.runinfo import RunFolder
 
 if TYPE_CHECKING:
+    from j1.eval.benchmarks.base import Benchmark
     from j1.eval.spec import EvalSpec
+    from j1.formats.base import JudgeFormat
 
 log = logging.getLogger(__name__)
+
+
+class JudgingRun(Protocol):
+    """What the judging steps below read of a command's spec: ``EvalSpec``, ``AttackSpec``, ``ConsistencySpec`` and
+    ``LabelSpec`` (each a ``JudgeArgs``, ``SamplingArgs`` and ``RunArgs``)."""
+
+    out: str
+    resume: bool
+    progress: bool
+    model: str | None
+    format: str
+    template: str
+    assistant_prefill: str | None
+    samples: int
+    max_new_tokens: int
+    truncate: str
+    max_error_rate: float
+
+    def sampling_params(self) -> SamplingParams: ...
+
+    def open_backend(self, api_key: str | None = None) -> Backend: ...
 
 # Config fields that must match for --resume to continue a run (the rest, e.g. --limit,
 # --concurrency or the server's --base-url, may change between attempts): what is judged, by which
@@ -162,7 +185,7 @@ def judge_stream(
     return errors
 
 
-def open_run(cfg, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str, ...] = ()) -> RunFolder:
+def open_run(cfg: JudgingRun, command: str, *, stale: tuple[str, ...], extra_keys: tuple[str, ...] = ()) -> RunFolder:
     """The run folder ``cfg.out`` of a judging command, checked for ``--resume`` (``RESUME_KEYS`` and
     ``extra_keys``), with the ``stale`` outputs of an earlier attempt removed: they are rewritten
     (atomically) when the run finishes, and would look complete while judging goes on."""
@@ -199,14 +222,14 @@ def judged_slots(out_dir: Path) -> set[tuple[str, str]]:
     return {(r.id, s) for r in read_judgments(judgments).values() for s, line in r.slots.items() if line.error is None}
 
 
-def judge_run(cfg, folder: RunFolder, work: list[Work], total: int, *, counts: dict,
+def judge_run(cfg: JudgingRun, folder: RunFolder, work: list[Work], total: int, *, counts: dict,
               backend: Backend | None = None, open_backend: Callable[[], Backend] | None = None) -> dict:
     """Judge ``work`` into the folder's judgments.jsonl with run.json kept current: the one judging step of
     ``j1 eval``, ``j1 attack`` and ``j1 consistency``. The backend is opened only when work is left (a
     finished run resumed loads no model) and closed if opened here. Returns run.json's info."""
     own_backend = backend is None and bool(work)
     if own_backend:
-        backend = open_backend() if open_backend is not None else build_backend(cfg)
+        backend = open_backend() if open_backend is not None else cfg.open_backend()
     # Nothing left to judge: no model is loaded; keep the recorded name.
     model = backend.model_name if backend is not None else folder.recorded().get("model") or cfg.model or "default"
     info = dict(model=model, **counts, prompts=total, status="running")
@@ -227,7 +250,7 @@ def judge_run(cfg, folder: RunFolder, work: list[Work], total: int, *, counts: d
     return info
 
 
-def fit_items(items: list[Item], fmt, cfg, backend: Backend,
+def fit_items(items: list[Item], fmt: JudgeFormat, cfg: JudgingRun, backend: Backend,
               prompts: Callable[[Item], list] | None = None) -> tuple[list[Item], int]:
     """With ``--truncate left|middle``: each item whose judge prompt cannot fit the judge's context has
     its responses shortened until it does (``j1.judging.limits``); returns the items and how many were. An item
@@ -253,7 +276,7 @@ def fit_items(items: list[Item], fmt, cfg, backend: Backend,
     return out, shortened
 
 
-def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int, *, counts: dict,
+def judge_with_limits(cfg: JudgingRun, items: list[Item], fmt: JudgeFormat, folder: RunFolder, total: int, *, counts: dict,
                       backend: Backend | None, open_backend: Callable[[], Backend] | None,
                       prompts: Callable[[Item], list] | None = None) -> dict:
     """``plan`` then ``judge_run``, with ``--truncate left|middle`` applied first: the backend is then opened
@@ -261,7 +284,7 @@ def judge_with_limits(cfg, items: list[Item], fmt, folder: RunFolder, total: int
     own = None
     if cfg.truncate != "error":
         if backend is None:
-            backend = own = open_backend() if open_backend is not None else build_backend(cfg)
+            backend = own = open_backend() if open_backend is not None else cfg.open_backend()
         items, counts["truncated"] = fit_items(items, fmt, cfg, backend, prompts)
     try:
         work = plan(items, fmt, judged_slots(folder.path), cfg.assistant_prefill, prompts)
@@ -314,7 +337,7 @@ def plan_eval(cfg: EvalSpec) -> dict:
     }
 
 
-def eval_view(bench, fmt, cfg) -> Viewer:
+def eval_view(bench: Benchmark, fmt: JudgeFormat, cfg: EvalSpec) -> Viewer:
     """How results.jsonl reads an item of this benchmark: its own view (RewardBench 2), or pair by pair
     under its scoring rule, over all samples."""
     if bench.view is not None:
@@ -330,7 +353,7 @@ def run_eval(cfg: EvalSpec, backend: Backend | None = None, *, open_backend: Cal
         backend: a ready backend to judge with (tests, benchmarks); the caller closes it.
         open_backend: builds the backend the config names, called only when there is work left (a
             finished run resumed loads no model). ``j1 eval`` passes one that reads the API key from
-            the environment; the default, ``j1.backends.build_backend(cfg)``, sends none.
+            the environment; the default, ``cfg.open_backend()``, sends none.
     """
     folder = open_run(cfg, "eval", stale=("metrics.json", "report.md", "results.jsonl"))
     bench = get_benchmark(cfg.benchmark)

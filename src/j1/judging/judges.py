@@ -361,23 +361,32 @@ def load_model(model: str | None, *, base: str | None = None, dtype: str = "floa
     return lm, load_tokenizer(tokenizer_from), where
 
 
-def apply_manifest(cfg, explicit_defaults: dict[str, Any]) -> Manifest | None:
-    """Fill a judging config's unset generation fields (None) from its judge's manifest (``cfg.judge``'s, else a
-    local ``cfg.model``'s), else from ``explicit_defaults``; returns the manifest used. A flag the user gave is
-    never overridden."""
-    judge = getattr(cfg, "judge", None)
+def judge_manifest(model: str | None, judge: str | None = None, served: bool = False) -> Manifest | None:
+    """The manifest of the judge asked: ``judge``'s (a judge j1 made, served by an engine), else a local ``model``'s
+    (None for a plain model, a hub id, or a model an engine serves under ``model``)."""
     if judge is not None:
-        manifest = named_judge(judge).manifest
-    else:
-        manifest = None if getattr(cfg, "base_url", None) else manifest_for(cfg.model)
-    for key in Manifest.DEFAULTS:
-        if not hasattr(cfg, key) or getattr(cfg, key) is not None:
+        return named_judge(judge).manifest
+    return None if served else manifest_for(model)
+
+
+def manifest_settings(manifest: Manifest | None, given: dict[str, Any], plain: dict[str, Any]) -> dict[str, Any]:
+    """The judging settings of ``given`` (keys of ``Manifest.DEFAULTS``) with each unset one (None) filled: the
+    manifest's value, else ``plain``'s (a plain model's default). A value the user gave is never overridden.
+
+    >>> manifest_settings(Manifest("pos", samples=3), {"format": None, "samples": 1}, {"format": "pav"})
+    {'format': 'pos', 'samples': 1}
+    >>> manifest_settings(None, {"format": None, "template": "digest"}, {"format": "pav"})
+    {'format': 'pav', 'template': 'digest'}
+    """
+    out = dict(given)
+    for key, value in given.items():
+        if value is not None:
             continue
         if manifest is not None:
-            setattr(cfg, key, getattr(manifest, key))
-        elif key in explicit_defaults:
-            setattr(cfg, key, explicit_defaults[key])
-    return manifest
+            out[key] = getattr(manifest, key)
+        elif key in plain:
+            out[key] = plain[key]
+    return out
 
 
 def untrained_inputs(manifest: Manifest | None, used: Iterable[str]) -> list[str]:

@@ -11,8 +11,17 @@ from j1.formats import require_arity
 from j1.formats.base import Guidance, request_text
 from j1.formats.spec import FORMAT_NAMES, PREFILL_HELP, TEMPLATE_CHOICES, check_format, check_template
 from j1.formats.templates import rubric_text
-from j1.judging.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest, judge_folder, named_judge
+from j1.judging.judges import (
+    DEFAULT_JUDGE,
+    PLAIN_DEFAULTS,
+    Manifest,
+    judge_folder,
+    judge_manifest,
+    manifest_settings,
+    named_judge,
+)
 from j1.judging.limits import TRUNCATE
+from j1.judging.settings import JudgeSettings
 
 _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
@@ -75,7 +84,25 @@ class JudgeArgs:
                 self.model = self.judge if judge_folder(self.judge) is not None else str(named.folder)
         elif self.model is None and not served:
             self.model = DEFAULT_JUDGE
-        self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+        self.manifest = judge_manifest(self.model, self.judge if served else None, served)
+        given = {key: getattr(self, key) for key in Manifest.DEFAULTS}
+        for key, value in manifest_settings(self.manifest, given, PLAIN_DEFAULTS).items():
+            setattr(self, key, value)
+
+    def judge_settings(self, api_key: str | None = None) -> JudgeSettings:
+        """The judge these flags name, as ``j1.load_judge`` takes it (``api_key``: the engine's, which only the CLI
+        reads from the environment)."""
+        served = bool(self.base_url)
+        return JudgeSettings(
+            model=self.model, base_url=self.base_url, judge=self.judge if served else None, api_key=api_key,
+            format=self.format, template=self.template, assistant_prefill=self.assistant_prefill,
+            max_new_tokens=self.max_new_tokens, temperature=self.temperature, samples=self.samples, top_p=self.top_p,
+            seed=self.seed, batch_rows=self.batch_rows, dtype=self.dtype, concurrency=self.concurrency,
+            timeout=self.timeout, max_retries=self.max_retries, endpoint=self.endpoint, max_context=self.max_context)
+
+    def open_backend(self, api_key: str | None = None):
+        """The judge's backend (``JudgeSettings.open_backend``): a served judge keeps its manifest."""
+        return self.judge_settings(api_key).open_backend()
 
     def _judges_as_written(self, why: str) -> None:
         """For a command that must judge its texts whole (``why``): --truncate stays ``error``."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from j1.formats.spec import TEMPLATE_CHOICES, check_template
-from j1.judging.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, apply_manifest
+from j1.judging.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, judge_manifest, manifest_settings
 
 _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
@@ -57,7 +57,9 @@ class ProbeSpec:
 
         if self.model is None:
             self.model = DEFAULT_JUDGE
-        self.manifest = apply_manifest(self, PLAIN_DEFAULTS)
+        self.manifest = judge_manifest(self.model)
+        given = {"format": self.format, "template": self.template}
+        self.format, self.template = manifest_settings(self.manifest, given, PLAIN_DEFAULTS).values()
         if self.format not in PROBE_FORMATS:
             raise ValueError(f"--format {self.format!r}: j1 probe reads {' or '.join(PROBE_FORMATS)} judges; pass "
                              "--format pav to read a pairwise judge's verdict letter (it must write [[A]] or [[B]])")
