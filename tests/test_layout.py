@@ -191,3 +191,15 @@ def test_every_config_parameter_is_typed():
                 untyped += [f"{path.relative_to(REPO)}:{node.lineno} {node.name}({a.arg})" for a in args
                             if a.annotation is None and (a.arg == "cfg" or a.arg.endswith("_cfg") or a.arg == "ecfg")]
     assert not untyped, untyped
+
+
+def test_every_package_says_what_it_holds_and_may_import():
+    # Rooms by concept: a package's docstring is its sign (what it holds, what it may import, who imports it).
+    silent = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        if init.parent == PACKAGE:
+            continue  # the package's public face
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        if "import" not in doc or len(doc.split()) < 20:
+            silent.append(str(init.relative_to(REPO)))
+    assert not silent, f"package docstrings that do not say what the package holds and may import: {silent}"

@@ -1,4 +1,8 @@
-"""Generation backends behind one interface: local transformers or an OpenAI-compatible server."""
+"""Generation backends behind one interface: local transformers or an OpenAI-compatible server.
+
+It may import the floors below it (``j1.device``, ``j1.models``) and, for a local judge, the judge-folder,
+chat-prefill and context rules (``j1.judging.judges``, ``chat``, ``limits``); never a command.
+"""
 
 from __future__ import annotations
 

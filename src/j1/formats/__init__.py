@@ -1,4 +1,7 @@
-"""Judge formats: a registry name -> format, each with ``render`` and a total ``parse``."""
+"""Judge formats: a registry name -> format, each with ``render`` and a total ``parse``.
+
+A floor of the library: it imports only the pair vocabulary (``j1.pairs``), so every layer may import it.
+"""
 
 from collections.abc import Collection
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from j1.formats.spec import TEMPLATE_CHOICES, check_template
-from j1.judging.judges import DEFAULT_JUDGE, PLAIN_DEFAULTS, judge_manifest, manifest_settings
+from j1.judging.judges import DEFAULT_JUDGE
+from j1.judging.settings import JudgeSettings
 
 _FROM_MANIFEST = " Default: the judge's manifest (judge.json), else {}."
 
@@ -57,9 +58,9 @@ class ProbeSpec:
 
         if self.model is None:
             self.model = DEFAULT_JUDGE
-        self.manifest = judge_manifest(self.model)
-        given = {"format": self.format, "template": self.template}
-        self.format, self.template = manifest_settings(self.manifest, given, PLAIN_DEFAULTS).values()
+        # resolved as every judging command resolves its judge; the probe then loads the model itself (its logits)
+        settings, self.manifest = JudgeSettings(model=self.model, format=self.format, template=self.template).resolved()
+        self.format, self.template = settings.format, settings.template
         if self.format not in PROBE_FORMATS:
             raise ValueError(f"--format {self.format!r}: j1 probe reads {' or '.join(PROBE_FORMATS)} judges; pass "
                              "--format pav to read a pairwise judge's verdict letter (it must write [[A]] or [[B]])")

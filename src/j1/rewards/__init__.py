@@ -1,5 +1,9 @@
 """J1 rewards: pure functions over rollouts (``core``), per-batch metrics (``metrics``) and their
-TRL reward-function wrappers (``trl_funcs``)."""
+TRL reward-function wrappers (``trl_funcs``).
+
+It may import formats, pairs, the chat prefill (``j1.judging.chat``) and train's named options; train, serve
+and the cli import it.
+"""
 
 from j1.rewards.core import (
     CONSISTENCY_MODES,

@@ -3,4 +3,7 @@
 ``protocol`` (pure parsing and reward arithmetic) and ``tasks`` need no web framework; ``app``,
 ``batcher`` and ``process`` (its socket, signals and watchdog) are the server, which needs the ``serve``
 extra (fastapi, uvicorn).
+
+It may import the API (``j1.api``: the judge it serves), judging, formats, pairs, backends and the group
+reward (``j1.rewards.group``); only the cli imports it.
 """

@@ -4,4 +4,8 @@ trainer (``trl_grpo``, ``shared_prompt``), the ``j1 train`` recipe (``recipe``) 
 (``warmup``).
 
 Heavy modules (TRL, transformers) are imported by the submodules that need them, not here.
+
+It may import backends, judging (the judge folders, the prefill, the context), formats, pairs, rewards, data's
+pair reader, runs, schema, models and device; demo, probe, data's mix, rewards' spec, the integrations and the
+cli import it.
 """

@@ -1,5 +1,9 @@
 """Benchmark registry: ``--benchmark NAME`` -> loader. Each module reads its benchmark's published schema and
-registers itself (``j1.eval.benchmarks.base.register``); importing this package imports them all."""
+registers itself (``j1.eval.benchmarks.base.register``); importing this package imports them all.
+
+Each loader may import formats, pairs, schema, data's pair reader and eval's items, metrics and RewardBench 2
+rules; ``j1.eval`` imports the registry.
+"""
 
 from __future__ import annotations
 
