@@ -98,3 +98,14 @@ def test_the_cli_and_the_api_ask_a_served_judge_alike(recorded, tmp_path):
     renamed = load_judge(str(folder), base_url=URL, served_name="other", endpoint="chat")
     assert renamed.backend.built[0] == "other"
     assert JudgeSpec(**PAIR, **flags, model="other").judge_settings().model == "other"
+
+
+def test_the_flags_and_the_settings_default_alike():
+    """A judge built from no flags and one built from no keywords must not differ by a default."""
+    import dataclasses
+
+    settings = {f.name: f.default for f in dataclasses.fields(JudgeSettings)}
+    flags = {f.name: f.default for f in dataclasses.fields(JudgeSpec) if f.name in settings}
+    assert len(flags) >= 15, sorted(flags)
+    differ = {k: (v, settings[k]) for k, v in flags.items() if v is not dataclasses.MISSING and v != settings[k]}
+    assert differ == {}
