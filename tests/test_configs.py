@@ -51,9 +51,10 @@ def _single(spec: str):
 
 
 def _synth(path: Path, extra=()):
-    kind = path.stem.split("_")[0]  # math_*.yaml, chat_*.yaml, mismatch_*.yaml, mix*.yaml
+    kind = path.stem.split("_")[0]  # math_*.yaml, chat_*.yaml, mismatch_*.yaml, thoughts_*.yaml, mix*.yaml
     cls = {"math": "j1.data.spec:SynthMathSpec", "chat": "j1.data.spec:SynthChatSpec",
-           "mismatch": "j1.data.spec:SynthMismatchSpec", "mix": "j1.data.spec:MixSpec"}[kind]
+           "mismatch": "j1.data.spec:SynthMismatchSpec", "thoughts": "j1.data.spec:ThoughtsSpec",
+           "mix": "j1.data.spec:MixSpec"}[kind]
     return _single(cls)(path, extra)
 
 
@@ -78,14 +79,15 @@ def test_configs_are_all_found():
     folders = {p.relative_to(CONFIGS).parts[0] for p in YAMLS}
     assert {"synth", "warmup", "train", "eval", "accelerate"} <= folders
     # the CPU recipe that learns + 4 CPU starting points (pas, pavs, pos, multitask) + 5 GPU recipes of the
-    # paper + the thinking judge on one GPU (issue 51)
-    assert len([p for p in YAMLS if p.parent.name == "train"]) == 11
+    # paper + the thinking judge on one GPU (issue 51) + the thinking judge's GRPO on the CPU
+    assert len([p for p in YAMLS if p.parent.name == "train"]) == 12
     # one per CPU starting point (j1's GRPO recipe needs none for the format: its answer prefill gives it),
-    # and the thinking judge's format warm-up
-    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 5
-    assert len([p for p in YAMLS if p.parent.name == "synth"]) == 8
+    # the thinking judge's format warm-up on one GPU, and its SFT on thoughts by construction on the CPU
+    assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 6
+    # + the thinking judge's data: Alpaca mismatch pairs, thoughts for them and for GSM8K, their mix
+    assert len([p for p in YAMLS if p.parent.name == "synth"]) == 12
     assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
-    assert len(YAMLS) == len(set(YAMLS)) == 30
+    assert len(YAMLS) == len(set(YAMLS)) == 36
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))
@@ -152,7 +154,7 @@ def test_gpu_recipes_match_the_paper():
 
 # --- The chain ---------------------------------------------------------------------------------------
 # Fields a command reads a path or a model from; what each command writes is derived in _outputs.
-INPUT_FIELDS = ("source", "inputs", "exclude", "train_file", "data", "model_name_or_path", "model", "judge",
+INPUT_FIELDS = ("source", "pairs", "inputs", "exclude", "train_file", "data", "model_name_or_path", "model", "judge",
                 "verify_with", "embedder", "init_adapter")
 EMBEDDED = {"embedded", "smollm2-135m"}  # names of the model that ships with j1
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?")  # owner/name, an optional :config
@@ -182,7 +184,7 @@ def _inputs(cfg: dict) -> list[tuple[str, str]]:
     for name in INPUT_FIELDS:
         values = cfg.get(name)
         for value in values if isinstance(values, list) else [values]:
-            if value is None:
+            if value is None or (name == "pairs" and isinstance(value, int)):  # j1 synth mismatch's pairs: a count
                 continue
             value = str(value)
             if name == "inputs":
@@ -312,3 +314,17 @@ def test_pointwise_lab_recipe_is_the_measured_run():
     used["report_to"] = used["report_to"] or "none"  # TRL stores report_to "none" as []
     differ = {k: (v, used.get(k)) for k, v in cfg.items() if used.get(k) != v}
     assert differ == {}
+
+
+def test_cpu_thinking_sft_feeds_its_grpo():
+    """The CPU thinking recipe: the SFT on thoughts writes the adapter GRPO continues, both read the same rows
+    with the same wording, reference, prefill and LoRA, and only "<think>" is prefilled (the thought is trained)."""
+    (wcfg, sft, wmodel), (gcfg, _, gmodel) = (_warmup(CONFIGS / "warmup" / "pav_135m_think.yaml"),
+                                              _train(CONFIGS / "train" / "pav_135m_think.yaml"))
+    assert gcfg.init_adapter == sft.output_dir and not wcfg.merge_lora and wcfg.verdicts == "rationale"
+    assert wcfg.assistant_prefill == "<think>" and gcfg.collapse_guard == 0.9 and wcfg.max_minutes is None
+    for key in ("formulation", "template", "assistant_prefill", "max_prompt_tokens", "lora_last_layers", "train_file",
+                "judge_inputs"):
+        assert getattr(wcfg, key) == getattr(gcfg, key), key
+    for key in ("model_name_or_path", "lora_r", "lora_alpha", "lora_target_modules", "use_peft"):
+        assert getattr(wmodel, key) == getattr(gmodel, key), key

@@ -78,7 +78,7 @@ def test_thinking_recipe_samples_its_thought():
     thought; a checkpoint every minute within the time box; a LoRA adapter small enough to come back
     through a run's OUT (16 MiB a file): r16 on the last 8 of SmolLM2-135M's 30 blocks, fp32."""
     from j1.cli.train_cmd import parse_train
-    from j1.train.warmup import fixed_thought
+    from j1.judging.chat import fixed_thought
 
     j1cfg, grpo, model = parse_train(["--config", str(THINKING), "--bf16", "false", "--use_cpu", "true"])
     assert j1cfg.assistant_prefill == "<think>" and fixed_thought(j1cfg.assistant_prefill) is None

@@ -36,6 +36,7 @@ from typing import Any
 from j1.formats.base import request_text
 from j1.formats.templates import rubric_text
 from j1.schema import PairRecord, RowError, input_fields, meta_field, read_json_rows, row_version
+from j1.schema.rows import thoughts_field
 
 
 def content_id(prompt: str, chosen: str, rejected: str) -> str:
@@ -191,6 +192,7 @@ def pair_from_row(row: Mapping, where: str, *, source: str = "") -> PairRecord:
         meta=meta_field(row, where),
         schema_version=row_version(row, where),
         **row_inputs(row, where),
+        thoughts=thoughts_field(row, where),
     )
 
 

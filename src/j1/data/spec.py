@@ -1,4 +1,4 @@
-"""Specs of ``j1 synth``: math, chat, mismatch and mix."""
+"""Specs of ``j1 synth``: math, chat, mismatch, thoughts and mix."""
 
 from __future__ import annotations
 
@@ -207,3 +207,35 @@ class MixSpec:
             raise ValueError("--out-dir is required: where train.jsonl and heldout.jsonl go")
         if not 0 <= self.heldout_fraction < 1:
             raise ValueError(f"--heldout-fraction {self.heldout_fraction}: must be in [0, 1)")
+
+
+@dataclass
+class ThoughtsSpec:
+    """``j1 synth thoughts``: a pair file with a thought per order beside each pair (``j1.data.rationales``), by
+    construction or, with ``--teacher``, written by a served model and checked against the construction."""
+
+    pairs: str | None = field(
+        default=None, metadata={"help": "Pair file to add thoughts to (.jsonl/.json/.parquet; any form j1 reads)."})
+    out: str | None = field(default=None, metadata={"help": "Pair file (.jsonl) to write; OUT.run.json beside it."})
+    reference_share: float = field(
+        default=1.0, metadata={"help": "Share of pairs that keep their reference (seeded by pair id); the others lose "
+                               "it and think without one, so one judge learns both."})
+    seed: int = field(default=0, metadata={"help": "Seed of which pairs keep their reference."})
+    teacher: str | None = field(
+        default=None, metadata={"help": "OpenAI-compatible base URL (vLLM, llama.cpp) of a model that writes the thoughts "
+                                "instead; a thought whose verdict disagrees with the construction is dropped and counted."})
+    teacher_model: str | None = field(default=None, metadata={"help": "The teacher's model name (with --teacher)."})
+    teacher_key_env: str = field(
+        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the teacher's API key, if any."})
+    teacher_max_tokens: int = field(default=160, metadata={"help": "Token budget of a teacher's thought and verdict."})
+
+    def __post_init__(self) -> None:
+        if not self.pairs:
+            raise ValueError("--pairs is required: the pair file to add thoughts to")
+        _check_out(self.out)
+        if not 0.0 <= self.reference_share <= 1.0:
+            raise ValueError(f"--reference_share {self.reference_share}: must be in [0, 1]")
+        if self.teacher and not self.teacher_model:
+            raise ValueError("--teacher needs --teacher_model (the served model's name)")
+        if self.teacher_max_tokens < 1:
+            raise ValueError(f"--teacher_max_tokens {self.teacher_max_tokens}: must be >= 1")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from j1.backends.base import Backend
-    from j1.data.spec import MixSpec, SynthChatSpec, SynthMathSpec, SynthMismatchSpec
+    from j1.data.spec import MixSpec, SynthChatSpec, SynthMathSpec, SynthMismatchSpec, ThoughtsSpec
 
     SynthSpec = SynthMathSpec | SynthChatSpec | SynthMismatchSpec | MixSpec
 
@@ -175,3 +175,61 @@ def summary_line(sub: str, cfg: SynthSpec, open_backend: Callable[[], Backend],
     from j1.data.store import summary_text
 
     return summary_text(run_math(cfg, open_backend) if sub == "math" else run_chat(cfg, open_backend, open_verifier))
+
+
+def run_thoughts(cfg: ThoughtsSpec, teacher: Backend | None = None) -> dict:
+    """Write ``cfg.out``: every pair of ``cfg.pairs`` whose facts favour its winner, with its thoughts
+    (``j1.data.rationales.with_thoughts``; a teacher's where one is given and agrees), and OUT.run.json. The
+    others are left out and counted by reason; returns the counts."""
+    from collections import Counter
+
+    from tqdm import tqdm
+
+    from j1.data.pairs_io import read_pair_file
+    from j1.data.rationales import with_thoughts
+    from j1.data.store import run_folder
+    from j1.runs.atomic import write_jsonl_atomic
+
+    started = time.time()
+    pairs = read_pair_file(cfg.pairs)  # a malformed line: one error naming file:line and the field
+    kept, reasons = [], Counter()
+    for pair in tqdm(pairs, desc="thoughts", unit="pair"):
+        made, why = with_thoughts(pair, reference_share=cfg.reference_share, seed=cfg.seed)
+        reasons[why] += 1
+        if made is not None:
+            kept.append(made)
+    teacher_counts: dict = {}
+    if teacher is not None:
+        from j1.data.teacher import teacher_thoughts
+
+        kept, teacher_counts = teacher_thoughts(kept, teacher, max_tokens=cfg.teacher_max_tokens)
+    if not kept:
+        raise ValueError(f"{cfg.pairs}: no pair has facts that favour its winner ({dict(reasons)})")
+    stats = {"pairs": len(pairs), "with_thoughts": write_jsonl_atomic(cfg.out, kept), "out": cfg.out,
+             "constructions": dict(sorted(reasons.items())),
+             "with_reference": sum("reference" in p.thoughts["reads"] for p in kept)}
+    if teacher_counts:
+        stats["teacher"] = teacher_counts
+    run_folder(cfg.out, "j1 synth thoughts", started=started).write(cfg, **stats)
+    return stats
+
+
+def thoughts_summary(cfg: ThoughtsSpec, teacher_key: str | None = None) -> str:
+    """Run ``j1 synth thoughts`` (with its teacher, if named); its summary line."""
+    teacher = None
+    if cfg.teacher:
+        from j1.backends.openai_http import OpenAIBackend
+
+        teacher = OpenAIBackend(cfg.teacher, cfg.teacher_model, api_key=teacher_key)
+    try:
+        stats = run_thoughts(cfg, teacher)
+    finally:
+        if teacher is not None:
+            teacher.close()
+    left = stats["pairs"] - stats["with_thoughts"]
+    line = (f"{stats['with_thoughts']} of {stats['pairs']} pairs with thoughts ({stats['with_reference']} quoting the "
+            f"reference); {left} left out: their facts do not favour the winner -> {stats['out']}")
+    if "teacher" in stats:
+        t = stats["teacher"]
+        line += f"\nteacher: {t['kept']} pairs kept, {t['disagreed']} thoughts dropped for a verdict that disagrees"
+    return line

@@ -56,6 +56,16 @@ def report_warnings(metrics: dict) -> list[str]:
     return out
 
 
+def thought_line(t: dict) -> str:
+    """The report's line on the judge's thoughts (metrics.json ``thoughts``, first sample of each prompt).
+
+    >>> thought_line({"thought_median_words": 31.0, "thought_distinct": 0.975, "thought_shared": 0.0, "with_thought": 1.0})
+    'thoughts: median 31 words, 97.5% distinct, 0.0% also written for another prompt (100.0% of answers have one)'
+    """
+    return (f"thoughts: median {t['thought_median_words']:g} words, {pct(t['thought_distinct'])}% distinct, "
+            f"{pct(t['thought_shared'])}% also written for another prompt ({pct(t['with_thought'])}% of answers have one)")
+
+
 def render_markdown(metrics: dict, run: dict, plots: list[str], examples: list[str] = ()) -> str:
     """The report text (percentages); ``examples``: the lines of its Examples section (``j1.eval.show``)."""
     cfg = run.get("config", {})
@@ -73,6 +83,7 @@ def render_markdown(metrics: dict, run: dict, plots: list[str], examples: list[s
         "",
         f"**accuracy {pct(o['accuracy'])}** (the benchmark's rule) · {_beside(o)}",
         "",
+        *([thought_line(metrics["thoughts"]), ""] if metrics.get("thoughts") else []),
         *[f"> **Warning:** {w}\n" for w in report_warnings(metrics)],
         "All numbers are percentages. accuracy = the benchmark's own scoring; consistent = right in both "
         "orders; AB/BA = right when the first-stored response is shown first/second; flip = of the pairs valid in both "

@@ -23,6 +23,7 @@ from pathlib import Path
 from j1.eval import metrics as M
 from j1.eval.items import pair_slot, required_slots
 from j1.formats import JudgeFormat
+from j1.formats.thoughts import thought_spread
 from j1.judging.judge import compare_means, majority, to_sample
 from j1.pairs import ORDERS
 from j1.schema import JudgmentLine, RowError, iter_jsonl
@@ -102,6 +103,24 @@ def outcomes(fmt: JudgeFormat, records: Sequence[ItemRecord], k: int) -> list[M.
             for r in records]
 
 
+def thought_stats(fmt: JudgeFormat, records: Sequence[ItemRecord]) -> dict | None:
+    """How the judge's thoughts vary over the first sample of every judged prompt: ``thought_spread``'s keys
+    (median words, share distinct, share another prompt also got) and ``with_thought``, the share of prompts
+    whose answer has a thought; None when no answer has one (a format or judge that writes none).
+
+    >>> from j1.formats import get_format
+    >>> line = lambda slot, t: JudgmentLine("i", "c", [("A", "B", "A")], slot, [t])
+    >>> rec = ItemRecord("i", "c", [("A", "B", "A")], {"AB": line("AB", "<think>x y</think>"), "BA": line("BA", "z")})
+    >>> thought_stats(get_format("pav"), [rec])
+    {'thought_median_words': 2.0, 'thought_distinct': 1.0, 'thought_shared': 0.0, 'with_thought': 0.5}
+    """
+    slots = [(f"{r.id}|{name}", line.texts[0]) for r in records for name, line in r.slots.items() if line.texts]
+    thoughts = [(key, t) for key, t in ((key, fmt.parse(text).thought) for key, text in slots) if t and t.strip()]
+    if not thoughts:
+        return None
+    return {**thought_spread(thoughts), "with_thought": len(thoughts) / len(slots)}
+
+
 def compute_metrics(
     fmt: JudgeFormat,
     records: dict[str, ItemRecord],
@@ -137,6 +156,7 @@ def compute_metrics(
         "scaling": {str(k): M.metric_block(outcomes(fmt, done, k), scheme, seed=seed, n_boot=n_boot)
                     for k in M.scaling_ks(samples)},
         "samples": samples,
+        "thoughts": thought_stats(fmt, done),
         "errors": errors,
         "incomplete": len(records) - len(done),
     }

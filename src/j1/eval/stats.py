@@ -164,3 +164,25 @@ def mean_se(values: Sequence[float]) -> tuple[float, float | None]:
         return mean, None
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(var / n)
+
+
+def paired_sign_test(gained: int, lost: int) -> float:
+    """Two-sided exact McNemar test of two judges on the same items: ``gained`` items only the second gets right,
+    ``lost`` only the first; the p-value of so lopsided a split if each discordant item were a fair coin (items
+    both get right, or both wrong, carry no evidence). 1.0 with no discordant items.
+
+    >>> paired_sign_test(0, 0), paired_sign_test(8, 2), paired_sign_test(2, 8)  # 2 * (1 + 10 + 45) / 2**10
+    (1.0, 0.109375, 0.109375)
+    >>> paired_sign_test(20, 3)  # 2 * (C(23,0) + C(23,1) + C(23,2) + C(23,3)) / 2**23 = 2 * 2048 / 2**23
+    0.00048828125
+
+    Raises:
+        ValueError: a negative count.
+    """
+    if gained < 0 or lost < 0:
+        raise ValueError(f"counts must be >= 0, got {gained} and {lost}")
+    n, k = gained + lost, min(gained, lost)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)

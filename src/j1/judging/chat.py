@@ -52,3 +52,13 @@ def render(tokenizer, messages: Sequence[dict]) -> str:
             list(messages), add_generation_prompt=False, continue_final_message=True, tokenize=False
         )
     return tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+
+
+def fixed_thought(prefill: str) -> str | None:
+    """The thought an assistant prefill fixes (None when the prefill leaves it open).
+
+    >>> fixed_thought("<think>I compare both.</think>\\n<answer>[["), fixed_thought("<think>")
+    ('I compare both.', None)
+    """
+    head, sep, _ = prefill.partition("</think>")
+    return head.removeprefix("<think>") if sep and head.startswith("<think>") else None

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from j1.formats import Verdict, get_format
+from j1.formats.thoughts import thought_spread
 from j1.pairs import ORDERS, Order, flip_rate, flipped, other, share
 from j1.rewards.core import Judged, RewardParts, Rollout
 
@@ -21,7 +22,8 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
     Keys: ``acc/AB``, ``acc/BA`` (pairwise: mean correctness of the rollouts shown in that order),
     ``acc/pos`` (pointwise ranking reward), ``invalid_rate``, ``flip_rate`` (``j1.pairs.flipped``
     over rollout k of AB and rollout k of BA: of those both valid, the share whose verdicts differ), ``shown_A_share`` (share of
-    valid pairwise verdicts naming the FIRST shown response: 0.5 is unbiased), ``thought_words``,
+    valid pairwise verdicts naming the FIRST shown response: 0.5 is unbiased), ``thought_words`` and the keys of
+    ``thought_spread`` (over the rollouts that wrote a thought),
     ``missing_partner`` (share of rollouts whose pair's other order/slot is not in the batch).
 
     Raises:
@@ -40,6 +42,7 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     shown_a: list[float] = []
     thoughts: list[float] = []
+    texts: list[tuple[str, str]] = []
     for i, (r, j, p) in enumerate(zip(rollouts, judged, parts, strict=True)):
         groups[(r.format, r.pair_id, r.order)].append(i)
         pairwise = get_format(r.format).pairwise
@@ -48,6 +51,7 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
             shown_a.append(1.0 if j.shown_verdict is Verdict.A else 0.0)
         if j.thought is not None:
             thoughts.append(float(len(j.thought.split())))
+            texts.append((f"{r.format}|{r.pair_id}|{r.order}", j.thought))
     flips: list[bool | None] = []
     missing = 0
     for (fmt, pid, order), idxs in groups.items():
@@ -75,4 +79,6 @@ def batch_metrics(rollouts: Sequence[Rollout], judged: Sequence[Judged], parts: 
     flip = flip_rate(flips)
     if flip is not None:
         out["flip_rate"] = flip
+    if texts:
+        out.update(thought_spread(texts))
     return out

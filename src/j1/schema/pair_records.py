@@ -20,6 +20,7 @@ from j1.schema.rows import (
     meta_field,
     row_version,
     string_fields,
+    thoughts_field,
 )
 
 
@@ -29,7 +30,9 @@ class PairRecord:
     one pair record the other pair types are views of (module docstring).
 
     ``criteria`` (what to judge by) and ``reference`` (a gold answer to the prompt) are what a judge may read
-    besides the responses (``j1.formats.base.Guidance``); a file leaves them out when unset."""
+    besides the responses (``j1.formats.base.Guidance``); a file leaves them out when unset. ``thoughts`` (optional)
+    says why the pair has its winner, one thought per letter the chosen response may be shown under
+    (``j1.data.rationales``, ``j1 synth thoughts``)."""
 
     id: str
     prompt: str
@@ -41,8 +44,9 @@ class PairRecord:
     schema_version: int = SCHEMA_VERSION
     criteria: str | None = field(default=None, kw_only=True)
     reference: str | None = field(default=None, kw_only=True)
+    thoughts: dict | None = field(default=None, kw_only=True)
 
-    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = INPUTS
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (*INPUTS, "thoughts")
 
     @property
     def guidance(self) -> Guidance:
@@ -51,7 +55,8 @@ class PairRecord:
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> PairRecord:
         return cls(**string_fields(cls, obj, where), meta=meta_field(obj, where),
-                   schema_version=row_version(obj, where), **input_fields(obj, where))
+                   schema_version=row_version(obj, where), **input_fields(obj, where),
+                   thoughts=thoughts_field(obj, where))
 
 
 def read_pairs(path: str | os.PathLike) -> list[PairRecord]:
@@ -81,8 +86,9 @@ class TrainRow:
     schema_version: int = SCHEMA_VERSION
     criteria: str | None = field(default=None, kw_only=True)  # the pair's judge inputs (PairRecord), both lines
     reference: str | None = field(default=None, kw_only=True)
+    thoughts: dict | None = field(default=None, kw_only=True)  # the pair's thoughts (PairRecord), both lines
 
-    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = INPUTS
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (*INPUTS, "thoughts")
 
     def shown(self) -> tuple[str, str]:
         """``(first, second)``: the responses in the order the judge sees them."""
@@ -90,7 +96,8 @@ class TrainRow:
 
     @classmethod
     def from_row(cls, obj: Mapping, where: str) -> TrainRow:
-        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj, where), **input_fields(obj, where))
+        row = cls(**string_fields(cls, obj, where), schema_version=row_version(obj, where), **input_fields(obj, where),
+                  thoughts=thoughts_field(obj, where))
         if row.order not in ORDERS:
             raise RowError(f"{where}: field 'order' must be AB or BA, got {row.order!r}")
         for name in ("label", "label_shown"):
@@ -139,10 +146,30 @@ class PlacedPair:
     kind: str = ""
     criteria: str | None = None  # the pair's judge inputs (PairRecord)
     reference: str | None = None
+    thoughts: dict | None = None  # the pair's thoughts, keyed by the better response's shown letter (PairRecord)
 
     @property
     def guidance(self) -> Guidance:
         return Guidance(self.criteria, self.reference)
+
+    def thought(self, order: str, inputs: Iterable[str]) -> str | None:
+        """The thought for ``order`` when the judge is shown ``inputs``: None without thoughts.
+
+        Raises:
+            ValueError: the thoughts quote an input the judge is not shown (a reference it cannot see).
+
+        >>> p = PlacedPair("p", "q", "x", "y", "B", thoughts={"A": "t1", "B": "t2", "reads": []})
+        >>> p.thought("AB", ()), p.thought("BA", ())
+        ('t2', 't1')
+        """
+        if self.thoughts is None:
+            return None
+        unseen = [name for name in self.thoughts.get("reads", []) if name not in set(inputs)]
+        if unseen:
+            raise ValueError(f"pair {self.pair_id!r}: its thoughts quote the {unseen[0]}, which the judge is not shown; "
+                             f"pass --judge_inputs {unseen[0]}, or rebuild them without it (j1 synth thoughts "
+                             f"--reference_share 0)")
+        return self.thoughts[shown_label(self.label, order)]
 
     @classmethod
     def from_record(cls, pair: PairRecord, seed: int) -> PlacedPair:
@@ -155,7 +182,7 @@ class PlacedPair:
         """
         chosen_first = random.Random(f"{seed}:{pair.id}").random() < 0.5
         a, b, label = (pair.chosen, pair.rejected, "A") if chosen_first else (pair.rejected, pair.chosen, "B")
-        return cls(pair.id, pair.prompt, a, b, label, pair.kind, pair.criteria, pair.reference)
+        return cls(pair.id, pair.prompt, a, b, label, pair.kind, pair.criteria, pair.reference, pair.thoughts)
 
     @classmethod
     def from_train_row(cls, row: TrainRow) -> PlacedPair:
@@ -163,10 +190,10 @@ class PlacedPair:
 
         >>> row = TrainRow("m1", "BA", "q", "x", "y", "B", "A", "chat", "s")
         >>> PlacedPair.from_train_row(row)
-        PlacedPair(pair_id='m1', prompt='q', response_a='x', response_b='y', label='B', kind='chat', criteria=None, reference=None)
+        PlacedPair(pair_id='m1', prompt='q', response_a='x', response_b='y', label='B', kind='chat', criteria=None, reference=None, thoughts=None)
         """
         return cls(row.pair_id, row.prompt, row.response_a, row.response_b, row.label, row.kind, row.criteria,
-                   row.reference)
+                   row.reference, row.thoughts)
 
     def train_rows(self, source: str) -> list[TrainRow]:
         """The pair's AB and BA lines of a mix file (``source``: the pair's data source).
@@ -176,7 +203,7 @@ class PlacedPair:
         """
         return [TrainRow(self.pair_id, o.value, self.prompt, self.response_a, self.response_b, self.label,
                          shown_label(self.label, o), self.kind, source, criteria=self.criteria,
-                         reference=self.reference) for o in ORDERS]
+                         reference=self.reference, thoughts=self.thoughts) for o in ORDERS]
 
 
 def placed_pairs(rows: Iterable[TrainRow], where: str) -> list[PlacedPair]:

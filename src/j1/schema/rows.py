@@ -146,6 +146,34 @@ def input_fields(obj: Mapping, where: str) -> dict[str, str | None]:
     return out
 
 
+THOUGHT_KEYS = ("A", "B")  # the letter the better response is shown under (j1.data.rationales)
+
+
+def thoughts_field(obj: Mapping, where: str) -> dict | None:
+    """A row's optional ``thoughts``: ``{"A": str, "B": str, "reads": [input, ...]}``, the thought for each
+    letter the better response may be shown under and the judge inputs they quote (``j1.data.rationales``).
+
+    >>> thoughts_field({"thoughts": {"A": "x", "B": "y"}}, "f:1")
+    {'A': 'x', 'B': 'y', 'reads': []}
+    >>> thoughts_field({"thoughts": {"A": "x"}}, "f:1")
+    Traceback (most recent call last):
+    j1.schema.rows.RowError: f:1: field 'thoughts' must hold a string 'A' and a string 'B' (the thought for each letter the better response is shown under)
+    """
+    value = obj.get("thoughts")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value[k].strip() for k in THOUGHT_KEYS):
+        raise RowError(f"{where}: field 'thoughts' must hold a string 'A' and a string 'B' (the thought for each "
+                       "letter the better response is shown under)")
+    reads = value.get("reads", [])
+    if not isinstance(reads, list) or any(r not in INPUTS for r in reads):
+        raise RowError(f"{where}: field 'thoughts.reads' must be a list of {list(INPUTS)}, got {reads!r}")
+    extra = sorted(set(value) - {*THOUGHT_KEYS, "reads"})
+    if extra:
+        raise RowError(f"{where}: field 'thoughts' has unknown key {extra[0]!r}; it holds 'A', 'B' and 'reads'")
+    return {"A": value["A"], "B": value["B"], "reads": list(reads)}
+
+
 def meta_field(obj: Mapping, where: str) -> dict:
     """A row's optional ``meta`` object (absent or null: empty)."""
     meta = obj.get("meta")

@@ -118,3 +118,50 @@ class TrainClockCallback(TrainerCallback, ExportableState):
 
     def state(self) -> dict:
         return {"args": {}, "attributes": {"trained_seconds": round(self.seconds(), 3)}}
+
+
+COLLAPSE_STEPS = 3  # logged steps in a row: one odd batch is noise, three are a judge that stopped reading the pair
+
+
+def collapse_message(history: list[tuple[int, float]], threshold: float, steps: int = COLLAPSE_STEPS) -> str | None:
+    """The line that names a collapse of sampled thoughts, or None: the last ``steps`` logged values of
+    ``j1/thought_shared`` (``(step, share)``, the share of rollouts whose thought another prompt also got) all at
+    or over ``threshold``.
+
+    >>> collapse_message([(38, 0.95), (39, 0.91), (40, 0.92)], 0.9)
+    'thoughts collapsed: 92% identical at step 40 (at least 90% for 3 logged steps; j1/thought_shared)'
+    >>> collapse_message([(38, 0.5), (39, 0.91), (40, 0.92)], 0.9) is None, collapse_message([(1, 1.0)], 0.9) is None
+    (True, True)
+    """
+    last = history[-steps:]
+    if len(last) < steps or any(share < threshold for _, share in last):
+        return None
+    step, share = last[-1]
+    return (f"thoughts collapsed: {share:.0%} identical at step {step} (at least {threshold:.0%} for {steps} "
+            f"logged steps; j1/thought_shared)")
+
+
+class ThoughtCollapseCallback(TrainerCallback):
+    """Stops a run whose sampled thoughts collapsed (``collapse_message``), saying so, instead of training on
+    silently: the trainer saves and ends at that step, and ``collapsed`` holds the line (run.json records it).
+    ``spread`` keeps each logged step's thought length and spread for run.json."""
+
+    KEYS = ("j1/thought_median_words", "j1/thought_distinct", "j1/thought_shared")
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+        self.history: list[tuple[int, float]] = []
+        self.spread: list[dict] = []
+        self.collapsed: str | None = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "j1/thought_shared" not in logs:
+            return
+        self.spread.append({"step": state.global_step, **{k.removeprefix("j1/"): logs.get(k) for k in self.KEYS}})
+        self.history.append((state.global_step, float(logs["j1/thought_shared"])))
+        message = collapse_message(self.history, self.threshold)
+        if message is not None and self.collapsed is None:
+            self.collapsed = message
+            log.error("%s: stopping; the judge no longer writes a thought about the pair", message)
+            control.should_training_stop = True
+            control.should_save = True

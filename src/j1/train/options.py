@@ -21,8 +21,9 @@ from j1.rewards.core import FORMULATIONS
 
 ADVANTAGE_GROUPS = ("prompt", "pair", "couple")
 LOSS_SPANS = ("all", "answer")
-# j1 warmup --verdicts: the verdict each SFT target names (j1.train.warmup): drawn at random, or the gold label.
-VERDICT_KINDS = ("random", "gold")
+# j1 warmup --verdicts: the verdict each SFT target names (j1.train.warmup): drawn at random, the gold label,
+# or the gold label after the pair's own thought (its rationale by construction, j1 synth thoughts).
+VERDICT_KINDS = ("random", "gold", "rationale")
 
 
 def check_choice(name: str, value, choices) -> None:

@@ -290,10 +290,11 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     import torch
 
     from j1.device import cpu_native_bf16
+    from j1.judging.chat import fixed_thought
     from j1.judging.judges import trained_manifest, write_manifest
     from j1.models import EMBEDDED_NAME
     from j1.runs.runinfo import RunFolder
-    from j1.train.callbacks import CheckpointManifestCallback, TrainClockCallback
+    from j1.train.callbacks import CheckpointManifestCallback, ThoughtCollapseCallback, TrainClockCallback
     from j1.train.resume import interruptions, read_progress
     from j1.train.stopping import StopAndSaveCallback, TrainingInterrupted
 
@@ -319,8 +320,13 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     clock = TrainClockCallback(out)
     stopper = StopAndSaveCallback(max_minutes=j1cfg.max_minutes, save_minutes=j1cfg.save_minutes,
                                   grace_seconds=j1cfg.signal_grace_seconds)
-    trainer, info = build_trainer(j1cfg, grpo_args, model_args,
-                                  callbacks=[CheckpointManifestCallback(manifest), clock, stopper])
+    callbacks = [CheckpointManifestCallback(manifest), clock, stopper]
+    # The guard watches sampled thoughts only: a prefill that fixes the thought makes them identical by design.
+    guard = None
+    if j1cfg.collapse_guard is not None and fixed_thought(j1cfg.assistant_prefill or "") is None:
+        guard = ThoughtCollapseCallback(j1cfg.collapse_guard)
+        callbacks.append(guard)
+    trainer, info = build_trainer(j1cfg, grpo_args, model_args, callbacks=callbacks)
     device = info.pop("device")  # the device's choices (j1.device), beside the config that left them to it
     # the settings in effect where the config leaves them to the device, the engine or TRL
     in_effect = {"effective": info.pop("effective")}
@@ -336,6 +342,8 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     finally:
         stopper.close()
     accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
+    if guard is not None:  # each logged step's thought length and spread, and the collapse if one stopped the run
+        accounting["thoughts"] = {"per_step": guard.spread, "collapsed": guard.collapsed}
     if stopper.stopped_by is not None:  # every process agrees; final is left to the resumed run
         if is_main:
             run_folder.write(config, status="interrupted", signal=signal.Signals(stopper.stopped_by).name,

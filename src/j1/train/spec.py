@@ -134,6 +134,12 @@ class TrainSpec:
         default=None,
         metadata={"help": "Stop and save after this many minutes (continue with --resume_from_checkpoint latest)."},
     )
+    collapse_guard: float | None = field(
+        default=0.9,
+        metadata={"help": "With sampled thoughts (a prefill that leaves the thought open): stop and save, naming the "
+                  "collapse, once this share of a step's rollouts write a thought another prompt also got, for "
+                  "3 logged steps in a row (j1/thought_shared). Unset = no guard."},
+    )
     save_minutes: float | None = field(
         default=None,
         metadata={"help": "Also checkpoint every M minutes of training (besides --save_steps), so a kill loses at "
@@ -180,6 +186,8 @@ class TrainSpec:
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
         check_save_minutes(self.save_minutes)
+        if self.collapse_guard is not None and not 0 < self.collapse_guard <= 1:
+            raise ValueError(f"--collapse_guard {self.collapse_guard}: must be in (0, 1] (or unset for no guard)")
         if self.signal_grace_seconds is not None and not 0 < self.signal_grace_seconds < float("inf"):
             raise ValueError(f"--signal_grace_seconds {self.signal_grace_seconds}: must be > 0 (or unset)")
         if self.zero_stage is not None and self.zero_stage not in (0, 1, 2, 3):
@@ -282,8 +290,9 @@ class WarmupSpec:
     warmup_seed: int = field(default=0, metadata={"help": "Seed of the random verdicts, scores and thoughts."})
     pair_seed: int = field(default=0, metadata={"help": "Seed for which side the chosen response is shown on."})
     verdicts: str = field(
-        default="random", metadata={"help": "random (label-free: the format only) or gold (the better response "
-                                    "named, scores ranking it first; pairwise formulations)."})
+        default="random", metadata={"help": "random (label-free: the format only), gold (the better response "
+                                    "named, scores ranking it first; pairwise formulations) or rationale (gold, "
+                                    "after the pair's own thought: pairs with thoughts, j1 synth thoughts)."})
     assistant_prefill: str | None = field(
         default=None,
         metadata={"help": "Fixed start of every answer, as in j1 train: the prompt ends with it and only the rest "
@@ -295,6 +304,11 @@ class WarmupSpec:
         default=None,
         metadata={"help": "Train only the first N tokens of each completion (after the recipe's prefill, 1 = the "
                   "verdict letter). Unset = the whole completion."},
+    )
+    max_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop after this many minutes of training and save the judge as if done (a CPU time box); "
+                  "a killed run continues with --resume_from_checkpoint latest."},
     )
     save_minutes: float | None = field(
         default=None,
@@ -310,14 +324,19 @@ class WarmupSpec:
     def __post_init__(self) -> None:
         _check_choice("formulation", self.formulation, FORMULATIONS)
         _check_choice("verdicts", self.verdicts, VERDICT_KINDS)
-        if self.verdicts == "gold" and self.formulation not in ("pav", "pas", "pavs"):
-            raise ValueError(f"--verdicts gold: --formulation {self.formulation!r} has no verdict to name; "
+        if self.verdicts in ("gold", "rationale") and self.formulation not in ("pav", "pas", "pavs"):
+            raise ValueError(f"--verdicts {self.verdicts}: --formulation {self.formulation!r} has no verdict to name; "
                              "use pav, pas or pavs")
+        if self.verdicts == "rationale" and self.assistant_prefill and "</think>" in self.assistant_prefill:
+            raise ValueError("--verdicts rationale: --assistant_prefill closes the thought, so the pair's own thought "
+                             "cannot be trained; use '<think>' or none")
         for name in ("lora_last_layers", "loss_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} {value}: must be >= 1 (or unset)")
         check_save_minutes(self.save_minutes)
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ValueError(f"--max_minutes {self.max_minutes}: must be > 0 (or unset)")
         check_template(self.template)
         check_judge_inputs(self.judge_inputs)
         if not self.train_file:

@@ -16,6 +16,10 @@ With ``--assistant_prefill`` the prompt ends with the prefill and the SFT target
 answer only (with the fixed thought of the prefill, just the verdict and the closing tags): the
 judge is trained in exactly the context ``j1 judge`` and ``j1 train`` ask it in. ``--loss_tokens 1``
 then trains the verdict letter alone; batches hold both orders of each pair (``j1.train.sft``).
+
+``--verdicts rationale`` trains a judge to think: the target is the pair's own thought for that order (a
+checkable reason it has its winner, ``j1.data.rationales``), then the gold verdict. A thought worth keeping
+must be taught before RL can sharpen it: sampled thoughts of the base collapse to one sentence (results/train).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from j1.formats import get_format
-from j1.judging.chat import prefill, render
+from j1.judging.chat import fixed_thought, prefill, render
 from j1.pairs import shown_label
 from j1.train.options import VERDICT_KINDS
 
@@ -78,16 +82,6 @@ def random_target(fmt_name: str, rng: random.Random, thought: str | None = None,
     return f"<think>{thought}</think>\n{fmt.write_answer(winner, rng)}"
 
 
-def fixed_thought(prefill: str) -> str | None:
-    """The thought an assistant prefill fixes (None when the prefill leaves it open).
-
-    >>> fixed_thought("<think>I compare both.</think>\\n<answer>[["), fixed_thought("<think>")
-    ('I compare both.', None)
-    """
-    head, sep, _ = prefill.partition("</think>")
-    return head.removeprefix("<think>") if sep and head.startswith("<think>") else None
-
-
 def sft_rows(rows: Sequence[dict], seed: int, *, verdicts: str = "random", tokenizer=None) -> list[dict]:
     """Prompt-completion SFT rows for TRL's SFTTrainer from judge rows (``j1.train.data.build_rows``).
 
@@ -103,7 +97,12 @@ def sft_rows(rows: Sequence[dict], seed: int, *, verdicts: str = "random", token
     for r in rows:
         head = prefill(r["prompt"])
         thought = fixed_thought(head) if head else None
-        winner = shown_label(r["label"], r["order"]) if verdicts == "gold" else None
+        if verdicts == "rationale":
+            thought = r.get("thought")
+            if not thought:
+                raise ValueError(f"--verdicts rationale: pair {r['pair_id']!r} has no thoughts; add them with "
+                                 "`j1 synth thoughts --pairs FILE --out FILE`")
+        winner = shown_label(r["label"], r["order"]) if verdicts != "random" else None
         target = random_target(r["judge_format"], rng, thought, winner)
         if not head:
             out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": target}]})
@@ -201,7 +200,8 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     if before:
         log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
     train_data = sft_rows(train_rows, cfg.warmup_seed, verdicts=cfg.verdicts, tokenizer=tokenizer)
-    clock, stopper = TrainClockCallback(out), StopAndSaveCallback(save_minutes=cfg.save_minutes)
+    clock = TrainClockCallback(out)
+    stopper = StopAndSaveCallback(max_minutes=cfg.max_minutes, save_minutes=cfg.save_minutes)
     trainer = CompletionSFTTrainer(
         model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
         processing_class=tokenizer, peft_config=lora_config(model_args, path, cfg.lora_last_layers),
