@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 
 from j1.cli.main import main
+from j1.data.mathcheck import final_answer, same_answer
 from j1.data.rationales import (
-    final_answer,
     keeps_reference,
     math_reference,
     math_solved,
     mismatch,
     rationale,
     rewrite,
-    same_answer,
     terms,
     with_thoughts,
 )
@@ -243,5 +242,23 @@ def test_warmup_rationale_targets_are_each_orders_thought_then_the_gold_verdict(
     assert targets == ["<think>Tom's fact second. So response B is better.</think>\n<answer>[[B]]</answer>",
                        "<think>Tom's fact first. So response A is better.</think>\n<answer>[[A]]</answer>"]
     bare, _ = build_rows([PlacedPair("p", "q", "x", "y", "A")], "pav")
-    with pytest.raises(ValueError, match="has no thoughts; add them with `j1 synth thoughts"):
+    with pytest.raises(ValueError, match="has no thoughts for what the judge is shown; add them with `j1 synth"):
         sft_rows(bare, 0, verdicts="rationale")
+    # thoughts that quote a reference are no thoughts for a prompt that does not show it
+    quoting = PlacedPair("p", "q", "x", "y", "A", reference="7", thoughts={**thoughts, "reads": ["reference"]})
+    assert "thought" not in build_rows([quoting], "pav")[0][0]
+    assert build_rows([quoting], "pav", inputs=["reference"])[0][0]["thought"] == thoughts["A"]  # AB shows x (better) as A
+
+
+def test_synth_mismatch_writes_thoughts_beside_its_pairs(tmp_path):
+    src = tmp_path / "q.jsonl"
+    rows = [{"question": f"How many apples does Tom{i} pick on day {i}?", "answer": f"Tom{i} picks {i} apples.\n#### {i}"}
+            for i in range(1, 5)]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "m.jsonl"
+    assert main(["synth", "mismatch", "--source", str(src), "--pairs", "4", "--out", str(out)]) == 0
+    pairs = read_pairs(out)
+    assert len(pairs) == 4 and all(p.thoughts and p.thoughts["reads"] == ["reference"] for p in pairs)
+    for p in pairs:  # the gold answer is the reference, and the thought holds each final answer against it
+        assert p.thoughts["A"].startswith(f"The reference answer is {p.reference}. Response A's final answer is "
+                                          f"{p.reference}, which matches it.")

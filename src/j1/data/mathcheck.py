@@ -25,6 +25,8 @@ RIGHT, WRONG, NO_ANSWER = "right", "wrong", "no_answer"
 _GSM8K_MARK = "####"
 # A digit-comma-three-digits group: "1,000" -> "1000" (GSM8K writes thousands separators).
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# A response's final line: GSM8K's mark, or "The answer is x" as GSM8K-style solutions end.
+_FINAL_LINE = re.compile(r"(?:####|[Tt]he (?:final )?answer is:?)\s*\$?\s*([-+]?[\d.,/]+)")
 
 
 def _mv():
@@ -122,3 +124,45 @@ def check_answer(gold: Gold, completion: str) -> Check:
     if not parsed:
         return Check(NO_ANSWER, boxed)
     return Check(RIGHT if mv.verify(gold.parsed, parsed, timeout_seconds=5) else WRONG, boxed)
+
+
+def final_answer(text: str) -> str | None:
+    """A response's final answer: its last ``\\boxed{}``, else GSM8K's ``#### x`` or "The answer is x"
+    (thousands commas dropped); None without one.
+
+    >>> final_answer(r"so $x = \\boxed{\\frac{1}{2}}$."), final_answer("12*5=60\\nThe answer is 1,060")
+    ('\\\\frac{1}{2}', '1060')
+    >>> final_answer("no answer here") is None
+    True
+    """
+    boxed = last_boxed(text)
+    if boxed is not None and boxed.strip():
+        return boxed.strip()
+    found = _FINAL_LINE.findall(text)
+    if not found:
+        return None
+    answer = found[-1].rstrip(".")
+    return _THOUSANDS.sub("", answer) or None
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Whether two final answers agree: equal once spaces, ``$`` and a trailing ``.0`` go, else by
+    math-verify (``\\frac{1}{2}`` and ``0.5``).
+
+    >>> same_answer("1,000", "1000"), same_answer("7", "8"), same_answer(r"\\frac{1}{2}", "0.5")
+    (True, False, True)
+    """
+    def norm(s: str) -> str:
+        s = re.sub(r"[\s$]|\\[,!;: ]", "", s).replace("dfrac", "frac").replace("tfrac", "frac")
+        s = _THOUSANDS.sub("", s)
+        return re.sub(r"^(-?\d+)\.0+$", r"\1", s)
+
+    if norm(a) == norm(b):
+        return True
+    mv = _mv()
+    try:
+        left = mv.parse(f"$\\boxed{{{a}}}$", parsing_timeout=5)
+        right = mv.parse(f"$\\boxed{{{b}}}$", parsing_timeout=5)
+        return bool(left and right and mv.verify(left, right, timeout_seconds=5))
+    except Exception:  # math-verify raises many types on odd LaTeX; an unreadable answer is no match
+        return False

@@ -29,7 +29,8 @@ import random
 import re
 from collections.abc import Sequence
 
-from j1.data.mathcheck import gsm8k_final, last_boxed
+from j1.data.mathcheck import final_answer
+from j1.data.rationales import beside
 from j1.data.sources import Problem
 from j1.schema import PairRecord
 
@@ -51,18 +52,6 @@ def clean_solution(text: str) -> str:
     '48/2 = 24 clips.\\nThe answer is 72'
     """
     return _FINAL.sub("The answer is ", _CALCULATOR.sub("", text)).strip()
-
-
-def final_answer(text: str) -> str | None:
-    r"""A math solution's final answer: after GSM8K's ``####``, else in its last ``\boxed{}``; None otherwise.
-
-    >>> final_answer("48/2 = 24\n#### 1,072"), final_answer(r"so $\boxed{\frac{1}{2}}$"), final_answer("Paris.")
-    ('1072', '\\frac{1}{2}', None)
-    """
-    final = gsm8k_final(text)
-    if final is None:
-        final = last_boxed(text)
-    return final.strip() if final is not None and final.strip() else None
 
 
 def is_short(problem: Problem, max_words: int) -> bool:
@@ -149,9 +138,10 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
     rng = random.Random(seed)
     picked = select(problems, pairs, max_words, rng)
     answers = [clean_solution(p.answer or "") for p in picked]
+    # each pair with its thoughts beside it, where the question's terms favour its own answer (j1.data.rationales)
     return [
-        PairRecord(p.id, p.prompt, answers[i], answers[j], kind, source,
-                   {"seed": seed, "rejected_from": picked[j].id, "where": p.where},
-                   reference=final_answer(p.answer or ""))
+        beside(PairRecord(p.id, p.prompt, answers[i], answers[j], kind, source,
+                          {"seed": seed, "rejected_from": picked[j].id, "where": p.where},
+                          reference=final_answer(p.answer or "")))
         for i, (p, j) in enumerate(zip(picked, mismatch_indices(answers, rng), strict=True))
     ]

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from j1.data.mathcheck import final_answer, same_answer
+
 if TYPE_CHECKING:
     from j1.schema import PairRecord
 
@@ -47,7 +49,6 @@ another sentence word words text example examples provide provided describe expl
 come hello state trying tell show
 """.split())
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*[^\W\d_]|\d+(?:[.,]\d+)*")  # words of any script, numbers
-_GSM8K_FINAL = re.compile(r"(?:####|[Tt]he (?:final )?answer is:?)\s*\$?\s*([-+]?[\d.,/]+)")
 MAX_TERMS = 4  # terms named per text: enough to say what it is about, short enough for a CPU budget
 
 
@@ -73,52 +74,6 @@ def terms(text: str) -> list[str]:
         if word and word not in out:
             out.append(word)
     return out
-
-
-def final_answer(text: str) -> str | None:
-    """A response's final answer: its last ``\\boxed{}``, else GSM8K's ``#### x`` or "The answer is x"
-    (thousands commas dropped); None without one.
-
-    >>> final_answer(r"so $x = \\boxed{\\frac{1}{2}}$."), final_answer("12*5=60\\nThe answer is 1,060")
-    ('\\\\frac{1}{2}', '1060')
-    >>> final_answer("no answer here") is None
-    True
-    """
-    from j1.data.mathcheck import last_boxed
-
-    boxed = last_boxed(text)
-    if boxed is not None and boxed.strip():
-        return boxed.strip()
-    found = _GSM8K_FINAL.findall(text)
-    if not found:
-        return None
-    answer = found[-1].rstrip(".")
-    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", answer) or None
-
-
-def same_answer(a: str, b: str) -> bool:
-    """Whether two final answers agree: equal once spaces, ``$`` and a trailing ``.0`` go, else by
-    math-verify (``\\frac{1}{2}`` and ``0.5``).
-
-    >>> same_answer("1,000", "1000"), same_answer("7", "8"), same_answer(r"\\frac{1}{2}", "0.5")
-    (True, False, True)
-    """
-    def norm(s: str) -> str:
-        s = re.sub(r"[\s$]|\\[,!;: ]", "", s).replace("dfrac", "frac").replace("tfrac", "frac")
-        s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)
-        return re.sub(r"^(-?\d+)\.0+$", r"\1", s)
-
-    if norm(a) == norm(b):
-        return True
-    from j1.data.mathcheck import _mv
-
-    mv = _mv()
-    try:
-        left = mv.parse(f"$\\boxed{{{a}}}$", parsing_timeout=5)
-        right = mv.parse(f"$\\boxed{{{b}}}$", parsing_timeout=5)
-        return bool(left and right and mv.verify(left, right, timeout_seconds=5))
-    except Exception:  # math-verify raises many types on odd LaTeX; an unreadable answer is no match
-        return False
 
 
 def _listing(words: Sequence[str]) -> str:
@@ -333,3 +288,17 @@ def with_thoughts(pair: PairRecord, *, reference_share: float = 1.0, seed: int =
     if not made.supported:
         return None, made.why
     return dataclasses.replace(pair, thoughts={**made.thoughts, "reads": list(made.reads)}), made.why
+
+
+def beside(pair: PairRecord) -> PairRecord:
+    """``pair`` with its thoughts where its facts favour its winner, else as it is: what ``j1 synth math``,
+    ``chat`` and ``mismatch`` write (``j1 synth thoughts`` converts older files and leaves unsupported pairs out).
+
+    >>> from j1.schema import PairRecord
+    >>> beside(PairRecord("i", "Tom has 5 apples.", "5 apples", "pasta", "chat-mismatch", "s")).thoughts["reads"]
+    []
+    >>> beside(PairRecord("i", "Tom has 5 apples.", "pasta", "5 apples", "chat-mismatch", "s")).thoughts is None
+    True
+    """
+    made, _ = with_thoughts(pair)
+    return pair if made is None else made

@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from j1.backends import Backend, Completion, Messages, SamplingParams
 from j1.data import filters
+from j1.data.rationales import beside
 from j1.data.sources import Problem
 from j1.data.store import PairStore, side_path
 from j1.runs.atomic import JsonlAppender
@@ -304,8 +305,9 @@ def synth_chat(
                                                    "rejected": noisy_answers[p.id][0].text}))
                         continue
                 criteria = rewrite_criteria(p.prompt, noisy[p.id]) if opts.criteria_from_rewrite else None
-                store.add_pair(PairRecord(p.id, p.prompt, answers[p.id][0].text, noisy_answers[p.id][0].text,
-                                          KIND, source, meta, criteria=criteria))
+                # Its thoughts beside it: the request's terms the rewrite changed, in each answer (j1.data.rationales).
+                store.add_pair(beside(PairRecord(p.id, p.prompt, answers[p.id][0].text, noisy_answers[p.id][0].text,
+                                                 KIND, source, meta, criteria=criteria)))
             bar.update(len(chunk))
             bar.set_postfix(pairs=len(store.pairs), dropped=len(store.dropped))
     finally:

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from j1.backends import Backend, Messages, SamplingParams
 from j1.data.mathcheck import NO_ANSWER, RIGHT, WRONG, check_answer, parse_gold
+from j1.data.rationales import beside
 from j1.data.sources import Problem
 from j1.data.store import PairStore
 from j1.schema import Dropped, PairRecord
@@ -154,8 +155,9 @@ def _run_chunk(backend, chunk, golds, store, params, source, samples, bar) -> No
             ci, ri = picked
             meta.update(chosen_index=ci, rejected_index=ri)
             # The gold answer stays with the pair: a judge may be trained and asked with it (--judge_inputs reference).
-            store.add_pair(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta,
-                                      reference=gold.text))
+            # Its thoughts beside it: each final answer against the gold one (j1.data.rationales).
+            store.add_pair(beside(PairRecord(p.id, p.prompt, comps[ci].text, comps[ri].text, KIND, source, meta,
+                                             reference=gold.text)))
         bar.update(1)
         bar.set_postfix(pairs=len(store.pairs), right=samples[RIGHT], wrong=samples[WRONG])
 

@@ -66,7 +66,8 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str
     Each row: ``prompt`` (chat messages, ending with the partial assistant message ``prefill`` if
     given: ``j1.judging.chat``), ``pair_id``, ``order`` (AB/BA, or A/B for pos), ``label`` and
     ``judge_format`` — the columns the J1 reward functions read — and, for a pair with thoughts
-    (``j1 synth thoughts``) in a pairwise format, ``thought``: that order's thought. The prompt shows the pair's
+    (``j1 synth thoughts``) in a pairwise format, ``thought``: that order's thought, where the prompt shows
+    every input it quotes. The prompt shows the pair's
     criteria and reference named in ``inputs`` (``--judge_inputs``) where the pair has them.
     """
     rows: list[dict] = []
@@ -76,7 +77,8 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str
         for order, messages in render_both(fmt, pair.prompt, pair.response_a, pair.response_b, guide):
             row = {"prompt": with_prefill(messages, prefill), "pair_id": pair.pair_id, "order": order,
                    "label": pair.label, "judge_format": name}
-            if pair.thoughts is not None and fmt.pairwise:
+            # a thought that quotes an input the judge is not shown (a reference) is no thought for this prompt
+            if pair.thoughts is not None and fmt.pairwise and set(pair.thoughts["reads"]) <= set(guide.inputs):
                 row["thought"] = pair.thought(order, guide.inputs)
             rows.append(row)
     return rows

@@ -100,8 +100,9 @@ def sft_rows(rows: Sequence[dict], seed: int, *, verdicts: str = "random", token
         if verdicts == "rationale":
             thought = r.get("thought")
             if not thought:
-                raise ValueError(f"--verdicts rationale: pair {r['pair_id']!r} has no thoughts; add them with "
-                                 "`j1 synth thoughts --pairs FILE --out FILE`")
+                raise ValueError(f"--verdicts rationale: pair {r['pair_id']!r} has no thoughts for what the judge is "
+                                 "shown; add them with `j1 synth thoughts --pairs FILE --out FILE`, or show the "
+                                 "reference they quote (--judge_inputs reference)")
         winner = shown_label(r["label"], r["order"]) if verdicts != "random" else None
         target = random_target(r["judge_format"], rng, thought, winner)
         if not head:
