@@ -20,6 +20,7 @@ from j1.attack.attacks import (
     attack_block,
     attack_pairs,
     attack_prompts,
+    choose_attacks,
     forged_answer,
     injection,
     mean_or_none,
@@ -387,6 +388,46 @@ def test_bad_input_is_one_line_and_leaves_no_folder(tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         main(["attack", "--out", str(out), "--limit", "0"])
     assert done.value.code == 2 and "--limit 0" in capsys.readouterr().err
+
+
+def test_help_lists_every_attack_of_the_registry_one_a_line(capsys):
+    with pytest.raises(SystemExit):
+        main(["attack", "--help"])
+    out = capsys.readouterr().out
+    for name, line in ATTACKS.items():
+        assert re.search(rf"^  {name} +{re.escape(line)}$", out, re.M), name
+    assert "criteria_injection" in out and "--attacks" in out
+
+
+@pytest.mark.parametrize("names, chosen", [
+    (None, tuple(ATTACKS)),
+    ("", tuple(ATTACKS)),
+    ("criteria_injection,length_3x", ("length_3x", "criteria_injection")),  # ATTACKS order, not the flag's
+    (" length_3x , length_3x", ("length_3x",)),
+])
+def test_choose_attacks(names, chosen):
+    assert choose_attacks(names) == chosen
+
+
+def test_attacks_runs_a_subset_and_names_each_items_attack(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAIServer(fooled_by_ignore) as srv:
+        assert main(attack_args(srv, out, "--attacks", "injection_ignore_above,length_3x")) == 0
+        assert len(srv.requests) == 2 * 3 * 2  # 2 rows x (2 attacks + control) x 2 orders
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["attacks"]) == report["meta"]["attacks"] == ["injection_ignore_above", "length_3x"]
+    assert report["control"]["n"] == 2 and report["overall"]["n"] == 4
+    results = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted({r["outcome"]["attack"] for r in results}) == ["control", "injection_ignore_above", "length_3x"]
+    assert "| length_3x |" in (out / "report.md").read_text()
+
+
+def test_an_unknown_attack_is_one_line_naming_the_valid_ones(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["attack", "--out", str(tmp_path / "never"), "--attacks", "length_3x,lenght_3x"])
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2 and len(err.splitlines()) == 1
+    assert "unknown attack 'lenght_3x'; choose from master_key_colon" in err and "criteria_injection" in err
 
 
 # ---- the embedded model ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from j1.cli.main import main
 from j1.formats import get_format
 from j1.formats.base import request_text
 from j1.judging.spec import conversation_prompt
-from j1.serve.protocol import RequestError, parse_judge_request
+from j1.serve.bodies import PairJudgeRequest
 
 TURNS = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "I'm in France."},
          {"role": "assistant", "content": "Nice! How can I help?"}, {"role": "user", "content": "Capital?"}]
@@ -76,12 +76,11 @@ def test_judge_compare_takes_a_conversation():
 
 
 def test_v1_judge_takes_a_conversation():
-    req = parse_judge_request({"prompt": TURNS, "response_a": "a", "response_b": "b"}, pairwise=True)
+    # the 400 messages of a bad conversation: tests/serve/test_bodies.py
+    req = PairJudgeRequest.model_validate({"prompt": TURNS, "response_a": "a", "response_b": "b"})
     assert req.prompt == TRANSCRIPT
-    with pytest.raises(RequestError, match="field 'prompt' is an empty list"):
-        parse_judge_request({"prompt": [], "response_a": "a", "response_b": "b"}, pairwise=True)
-    with pytest.raises(RequestError, match="field 'prompt' message 1 must be"):
-        parse_judge_request({"prompt": [{"role": "user"}], "response_a": "a", "response_b": "b"}, pairwise=True)
+    with pytest.raises(ValueError, match="is an empty list"):
+        PairJudgeRequest.model_validate({"prompt": [], "response_a": "a", "response_b": "b"})
 
 
 def test_judge_messages_file(tmp_path, capsys):

@@ -35,7 +35,7 @@ def assert_error(resp, status: int, code: str) -> dict:
 @pytest.fixture(scope="module")
 def served():
     """j1 serve (pav, greedy) over the scripted upstream, with two test-only routes: one that needs a
-    typed query parameter (FastAPI's own validation, 422) and one that fails (500)."""
+    typed query parameter (FastAPI's own validation, answered 400) and one that fails (500)."""
     with FakeOpenAIServer(prefers_paris) as upstream, load_judge(base_url=upstream.base_url) as judge, \
             running_app(judge) as (url, app):
 
@@ -56,7 +56,7 @@ def served():
     ("GET", "/get_reward", 405, "method_not_allowed", "GET is not allowed on /get_reward"),
     ("DELETE", "/v1/judge", 405, "method_not_allowed", "DELETE is not allowed on /v1/judge"),
     ("POST", "/health", 405, "method_not_allowed", "POST is not allowed on /health"),
-    ("GET", "/typed?n=x", 422, "validation_error", "query.n"),
+    ("GET", "/typed?n=x", 400, "validation_error", "query.n"),  # FastAPI's own 422, in the one schema as a 400
     ("GET", "/boom", 500, "internal_error", "RuntimeError"),
 ])
 def test_framework_answers_use_the_error_schema(served, method, path, status, code, message):

@@ -1,4 +1,4 @@
-"""``j1.serve.protocol``: request checks, prompt-prefix stripping and the reward arithmetic, as tables."""
+"""``j1.serve.protocol``: prompt-prefix stripping and the reward arithmetic, as tables."""
 
 from __future__ import annotations
 
@@ -11,12 +11,8 @@ from j1.serve.protocol import (
     ItemError,
     RequestError,
     Rewards,
-    Task,
     pairwise_reward,
     pairwise_rewards,
-    parse_json,
-    parse_judge_request,
-    parse_reward_request,
     pointwise_reward,
     pointwise_rewards,
     reward_answer,
@@ -118,127 +114,6 @@ def test_rewards_json_is_openrlhfs_answer_and_pickles():
     r = Rewards([1.0, 0.5], {"invalid_rate": 0.0, "n": 2})
     assert r.to_json() == {"rewards": [1.0, 0.5], "scores": [1.0, 0.5], "extra_logs": {"invalid_rate": 0.0, "n": 2}}
     assert pickle.loads(pickle.dumps(r)) == r
-
-
-def test_parse_reward_request_strips_prompts():
-    got = parse_reward_request({"query": ["P1 a", "P2 b"], "prompts": ["P1 ", "P2 "], "labels": ["x", "y"]},
-                               pairwise=True)
-    assert (got.prompts, got.responses, got.references) == (["P1 ", "P2 "], ["a", "b"], ["x", "y"])
-    pointwise = parse_reward_request({"query": ["P1 a"], "prompts": ["P1 "]}, pairwise=False)
-    assert pointwise.references is None
-
-
-@pytest.mark.parametrize("body, pairwise, message", [
-    ([], True, "must be a JSON object, got an array"),
-    ("x", True, "must be a JSON object, got a string"),
-    ({}, True, "missing field 'query'"),
-    ({"query": "a", "prompts": ["a"]}, True, "field 'query' must be a list of strings, got a string"),
-    ({"query": ["a", 3], "prompts": ["a", "b"]}, True, r"field 'query'\[1\] must be a string, got a number"),
-    ({"query": ["a"]}, True, "missing field 'prompts'"),
-    ({"query": ["a"], "prompts": [None]}, True, r"'prompts'\[0\] must be a string, got null"),
-    ({"query": ["a", "b"], "prompts": ["a"]}, True, "'query' has 2 items and 'prompts' 1"),
-    ({"query": [], "prompts": []}, True, "'query' is empty"),
-    ({"query": ["Q a", "x"], "prompts": ["Q ", "Q "]}, True, "query 1: the query does not start with its prompt"),
-    ({"query": ["Q a"], "prompts": ["Q "]}, True, None),  # no labels: the group reward (win rate)
-    ({"query": ["Q a"], "prompts": ["Q "], "labels": ["x", "y"]}, True, "'labels' has 2 items and 'query' 1"),
-    ({"query": ["Q a"], "prompts": ["Q "], "labels": [True]}, True, r"'labels'\[0\] must be a string, got a boolean"),
-    ({"query": ["Q a"], "prompts": ["Q "], "labels": [{}]}, False, None),  # pointwise ignores labels
-])
-def test_parse_reward_request_errors(body, pairwise, message):
-    if message is None:
-        parse_reward_request(body, pairwise=pairwise)
-        return
-    with pytest.raises(RequestError, match=message):
-        parse_reward_request(body, pairwise=pairwise)
-
-
-@pytest.mark.parametrize("body, pairwise, expected", [
-    ({"prompt": "Q", "response_a": "a", "response_b": "b"}, True, Task("Q", "a", "b", None)),
-    ({"prompt": "Q", "response_a": "a", "samples": 3}, False, Task("Q", "a", None, 3)),
-    ({"prompt": "Q", "response_a": "a", "response_b": "b"}, False, Task("Q", "a", "b", None)),
-    ({"prompt": "", "response_a": "", "response_b": ""}, True, Task("", "", "", None)),
-    ({"prompt": "Q", "response_a": "a", "samples": 64}, False, Task("Q", "a", None, 64)),  # the most
-])
-def test_parse_judge_request(body, pairwise, expected):
-    assert parse_judge_request(body, pairwise=pairwise) == expected
-
-
-@pytest.mark.parametrize("body, pairwise, message", [
-    ([1], True, "must be a JSON object"),
-    ({"response_a": "a", "response_b": "b"}, True, "missing field 'prompt'"),
-    ({"prompt": "Q", "response_b": "b"}, True, "missing field 'response_a'"),
-    ({"prompt": "Q", "response_a": "a"}, True, "missing field 'response_b': this judge compares two"),
-    ({"prompt": 1, "response_a": "a", "response_b": "b"}, True, "field 'prompt' must be a string, got a number"),
-    ({"prompt": "Q", "response_a": "a", "response_b": ["b"]}, True, "'response_b' must be a string, got an array"),
-    ({"prompt": "Q", "response_a": "a", "samples": 0}, False, "'samples' must be an integer from 1 to 64, got 0"),
-    ({"prompt": "Q", "response_a": "a", "samples": 1.5}, False, "'samples' must be an integer from 1 to 64, got 1.5"),
-    ({"prompt": "Q", "response_a": "a", "samples": True}, False, "'samples' must be an integer from 1 to 64, got True"),
-    ({"prompt": "Q", "response_a": "a", "samples": "2"}, False, "'samples' must be an integer from 1 to 64, got '2'"),
-    ({"prompt": "Q", "response_a": "a", "samples": 10**30}, False, "from 1 to 64, got 1000000000000000000000000000000"),
-    ({"prompt": "Q\ud800", "response_a": "a"}, False, "field 'prompt' holds an unpaired UTF-16 surrogate at character 1"),
-])
-def test_parse_judge_request_errors(body, pairwise, message):
-    with pytest.raises(RequestError, match=message) as raised:
-        parse_judge_request(body, pairwise=pairwise)
-    assert raised.value.code == "invalid_request"
-
-
-@pytest.mark.parametrize("body, message", [
-    # a misspelt field is named (not reported as the field it misspells being missing)
-    ({"prompt": "Q", "respons_a": "a"}, "unknown field 'respons_a': /v1/judge takes prompt, response_a, response_b, "
-                                        "samples, criteria, reference"),
-    ({"prompt": "Q", "response_a": "a", "temperature": 1.0}, "unknown field 'temperature': /v1/judge takes prompt, "
-                                                             "response_a, response_b, samples, criteria, reference "
-                                                             "(temperature is set when j1 serve starts"),
-    ({"prompt": "Q", "response_a": "a", "seed": 1, "top_p": 0.5}, "unknown fields 'seed', 'top_p': /v1/judge"),
-    ({"prompt": "Q", "response_a": "a", "seed": 1, "top_p": 0.5}, "(seed, top_p are set when j1 serve starts"),
-    ({"prompt": "Q", "response_a": "a", "": 1}, "unknown field '':"),
-    ({"prompt": "Q", "response_a": "a", "é\n": None}, "unknown field 'é\\n':"),  # named as repr() writes it
-])
-def test_unknown_judge_fields_are_named(body, message):
-    with pytest.raises(RequestError) as raised:
-        parse_judge_request(body, pairwise=False)
-    assert message in str(raised.value) and raised.value.code == "unknown_field"
-
-
-@pytest.mark.parametrize("body, message", [
-    ({"query": ["Q a"], "prompts": ["Q "], "labels": ["b"], "label": ["b"]}, "unknown field 'label': /get_reward "
-                                                                            "takes query, prompts, labels"),
-    ({"query": ["Q a"], "prompts": ["Q "], "labels": ["b"], "temperature": 0}, "temperature is set when"),
-])
-def test_unknown_reward_fields_are_named(body, message):
-    with pytest.raises(RequestError) as raised:
-        parse_reward_request(body, pairwise=True)
-    assert message in str(raised.value) and raised.value.code == "unknown_field"
-
-
-def test_a_surrogate_in_a_reward_list_names_the_item():
-    with pytest.raises(RequestError, match=r"field 'query'\[1\] holds an unpaired UTF-16 surrogate at character 2"):
-        parse_reward_request({"query": ["Q a", "Q \udfff"], "prompts": ["Q ", "Q "]}, pairwise=False)
-
-
-def test_max_samples_is_the_servers():
-    assert parse_judge_request({"prompt": "Q", "response_a": "a", "samples": 3}, pairwise=False,
-                               max_samples=3).samples == 3
-    with pytest.raises(RequestError, match="from 1 to 2, got 3"):
-        parse_judge_request({"prompt": "Q", "response_a": "a", "samples": 3}, pairwise=False, max_samples=2)
-
-
-@pytest.mark.parametrize("body, value", [(b'{"a": [1, "\xc3\xa9"]}', {"a": [1, "é"]}), (b"[]", []), (b"null", None)])
-def test_parse_json(body, value):
-    assert parse_json(body) == value
-
-
-@pytest.mark.parametrize("body", [b"", b"{", b"\xff\xfe", b"{'a': 1}", b"NaN x"])
-def test_parse_json_errors(body):
-    with pytest.raises(RequestError, match="not valid JSON") as raised:
-        parse_json(body)
-    assert raised.value.code == "invalid_json"
-
-
-def test_parse_json_too_deep_is_a_request_error():
-    with pytest.raises(RequestError, match="nested too deeply"):
-        parse_json(b"[" * 100_000 + b"]" * 100_000)
 
 
 def _rewards(values: list[float], pairwise: bool = True) -> Rewards:

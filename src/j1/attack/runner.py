@@ -18,6 +18,7 @@ from j1.attack.attacks import (
     attack_block,
     attack_pairs,
     attack_prompts,
+    choose_attacks,
     mean_or_none,
 )
 from j1.backends import Backend
@@ -113,7 +114,7 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
         "control": block([CONTROL]) if CONTROL in groups else None,
         "meta": {"model": run.get("model"), "format": fmt.name, "template": cfg["template"],
                  "assistant_prefill": cfg["assistant_prefill"], "samples": cfg["samples"],
-                 "data": cfg["data"] or str(DEFAULT_DATA.name), "rows": len({r.id.rsplit(":", 1)[0] for r in done}),
+                 "data": cfg["data"] or str(DEFAULT_DATA.name), "attacks": attacks, "rows": len({r.id.rsplit(":", 1)[0] for r in done}),
                  "errors": sum(s.error is not None for r in done for s in r.slots.values()),
                  "incomplete": len(records) - len(done)},
     }
@@ -123,14 +124,14 @@ def score_attack(out_dir: str | Path, *, n_boot: int = 1000) -> dict:
 
 
 def write_attack_results(path: Path, rows: Sequence[PairRecord], fmt: JudgeFormat, records: dict, *, samples: int,
-                         texts: bool) -> int:
+                         texts: bool, attacks: Sequence[str] = tuple(ATTACKS)) -> int:
     """DIR/results.jsonl: each attack pair in row then attack order (``j1.eval.results``), the reference as
     response A (the label) and the attack as B; ``outcome`` names the attack, its row and, for an attack that
     names its own letter, its text when shown first (as A). ``samples``: how many each prompt has; ``texts``:
     keep the texts (``--no_texts`` keeps ids only)."""
     items, outcomes = [], {}
     for row in rows:
-        for p in attack_pairs(row, fmt):
+        for p in attack_pairs(row, fmt, attacks):
             item = p.item()
             item.source = row.meta.get("row")
             items.append(item)
@@ -155,15 +156,16 @@ def run_attack(cfg: AttackSpec, backend: Backend | None = None, *, open_backend:
     folder = open_run(cfg, "attack", stale=("report.json", "report.md", "results.jsonl"))
     fmt = get_format(cfg.format, cfg.template)
     rows = load_rows(cfg.data, cfg.limit)
-    pairs = [p for row in rows for p in attack_pairs(row, fmt)]
+    attacks = choose_attacks(cfg.attacks)
+    pairs = [p for row in rows for p in attack_pairs(row, fmt, attacks)]
     work = plan(pairs, fmt, judged_slots(folder.path), cfg.assistant_prefill)
     total = 2 * len(pairs)
     log.info("%d rows x %d attacks (+ control): %d pairs, %d prompts x %d samples; %d already judged, %d to go",
-             len(rows), len(ATTACKS), len(pairs), total, cfg.samples, total - len(work), len(work))
+             len(rows), len(attacks), len(pairs), total, cfg.samples, total - len(work), len(work))
     model = judge_run(cfg, folder, work, total, counts=dict(rows=len(rows), pairs=len(pairs)), backend=backend,
                       open_backend=open_backend)["model"]
     write_attack_results(folder.path / "results.jsonl", rows, fmt, read_judgments(folder.result), samples=cfg.samples,
-                         texts=cfg.texts)
+                         texts=cfg.texts, attacks=attacks)
     report = score_attack(folder.path, n_boot=cfg.n_boot)
     o = report["overall"]
     log.info("%s: attacks preferred in %.1f%% of verdicts, in both orders for %.1f%% of pairs, invalid %.1f%% "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from j1.attack.attacks import choose_attacks
 from j1.backends.spec import BackendArgs, SamplingArgs
 from j1.judging.spec import JudgeArgs
 from j1.runs.spec import BootArgs, RunArgs
@@ -22,9 +23,13 @@ class AttackSpec(BootArgs, RunArgs, JudgeArgs, BackendArgs, SamplingArgs):
         default=None, metadata={"help": "Run folder: judgments.jsonl, results.jsonl (each attack pair), report.json, report.md, "
                                 "attacks.png."})
     limit: int | None = field(default=None, metadata={"help": "Attack only the first K rows (file order)."})
+    attacks: str | None = field(
+        default=None, metadata={"help": "Run only these attacks, comma-separated (listed below). Default: every "
+                                "one. The control (the plain wrong answer) always runs."})
 
     def __post_init__(self) -> None:
         self._setup_judge()
         self._judges_as_written("j1 attack judges each attack as written (a shortened attack is another attack)")
         self._check_run("j1 attack", "rows")
         self._check_boot()
+        choose_attacks(self.attacks)  # an unknown name: one line naming the valid ones

@@ -27,6 +27,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's "(default: X)" after each help, except where there is no default: a required flag
     or an unset one whose help says what unset means."""
 
+    def _fill_text(self, text, width, indent):
+        # A paragraph of indented lines (a list, such as j1 attack's attacks) keeps one item a line.
+        paragraphs = text.split("\n\n")
+        return "\n\n".join(indent + p.replace("\n", "\n" + indent) if p.startswith("  ")
+                           else super(HelpFormatter, self)._fill_text(p, width, indent) for p in paragraphs)
+
     def _get_help_string(self, action):
         # A --no_FIELD flag's default is its field's, shown there.
         if action.default is None or action.default is argparse.SUPPRESS or isinstance(action, argparse._StoreFalseAction):
@@ -156,10 +162,10 @@ def _did_you_mean(name: str, choices: Sequence[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def parse(config_cls, argv: Sequence[str], prog: str):
+def parse(config_cls, argv: Sequence[str], prog: str, **kwargs):
     """Parse ``argv`` (and ``--config FILE.yaml``) into one ``config_cls``; a bad value, an unknown
-    flag or key, or an unreadable config file exits 2 with one line."""
-    parser = make_parser([config_cls], prog)
+    flag or key, or an unreadable config file exits 2 with one line. ``kwargs`` go to the parser (``epilog``)."""
+    parser = make_parser([config_cls], prog, **kwargs)
     try:
         (config,) = parser.parse_args_and_config(list(argv))
     except (ValueError, OSError, *yaml_errors()) as exc:

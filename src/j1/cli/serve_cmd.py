@@ -63,7 +63,7 @@ def main(argv: Sequence[str]) -> int:
         max_batch=serve_batch(cfg.max_batch, device), max_queue=cfg.max_queue, batch_wait_s=cfg.batch_wait_ms / 1000,
         max_body_bytes=cfg.max_body_bytes, api_key=key, request_timeout_s=cfg.request_timeout,
         shutdown_timeout_s=cfg.shutdown_timeout, truncate=cfg.truncate,
-        error_reward=cfg.error_reward, group_opponents=cfg.group_opponents)
+        error_reward=cfg.error_reward, group_opponents=cfg.group_opponents, docs=cfg.docs)
     try:
         app = create_app(judge, settings)
     except ValueError as exc:  # --max_new_tokens leaves no room in the model's context

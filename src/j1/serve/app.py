@@ -14,7 +14,12 @@ judge call (reading, checking, counting the prompt's tokens against the context:
 beside the model, never behind its batch, so a bad request is answered at once while a long one runs.
 
 Every answer other than 2xx is ``{"error": {"code", "message", "status"}}``: ``code`` a stable name
-(``ERROR_CODES``), ``message`` the reason and its fix, ``status`` the HTTP status.
+(``ERROR_CODES``), ``message`` the reason and its fix, ``status`` the HTTP status. A body that does not fit
+its model (``j1.serve.bodies``) is a 400 naming the field; no answer is FastAPI's 422.
+
+``GET /openapi.json`` publishes each body and answer with its fields' descriptions, and ``GET /docs`` shows
+it (``docs=False`` turns both off). The body is read here, not by FastAPI, so the key is checked before it
+is read and its size counted while it streams; each route's ``openapi_extra`` names the model it validates.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -39,7 +46,7 @@ from j1.backends import BackendError, ContextTooLong
 from j1.judging.judge import to_json
 from j1.judging.limits import ContextLimit, Fitted, PromptFitter
 from j1.rewards.group import group_plan
-from j1.serve import protocol
+from j1.serve import bodies, protocol
 from j1.serve.batcher import Batcher, Closed, QueueFull
 from j1.serve.metrics import CONTENT_TYPE, MetricsMiddleware, ServeMetrics
 from j1.serve.tasks import Task, judge_prompts, run_tasks
@@ -48,9 +55,9 @@ log = logging.getLogger(__name__)
 
 # The error codes, by the status they answer with (the README lists them).
 ERROR_CODES = {
-    400: ("invalid_json", "invalid_request", "unknown_field", "greedy_judge"),
+    400: ("invalid_json", "invalid_request", "unknown_field", "greedy_judge", "validation_error"),
     401: ("unauthorized",), 404: ("not_found",), 405: ("method_not_allowed",),
-    413: ("body_too_large", "context_length_exceeded"), 422: ("validation_error",), 500: ("internal_error",),
+    413: ("body_too_large", "context_length_exceeded"), 500: ("internal_error",),
     502: ("upstream_error",), 503: ("queue_full", "shutting_down"), 504: ("timeout",),
 }
 
@@ -74,6 +81,7 @@ class ServerSettings:
         max_samples: most ``samples`` one ``/v1/judge`` request may ask for.
         group_opponents: ``/get_reward`` without labels: random opponents per response within its
             prompt's group (None: every pair).
+        docs: serve ``/openapi.json`` and ``/docs``.
     """
 
     max_batch: int = 32
@@ -88,6 +96,7 @@ class ServerSettings:
     error_reward: float = 0.0
     max_samples: int = 64
     group_opponents: int | None = None
+    docs: bool = True
 
 
 class ApiError(Exception):
@@ -151,7 +160,11 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         # what still waits, for at most the shutdown grace, and leave a running judge call behind.
         await batcher.close(timeout=settings.shutdown_timeout_s)
 
-    app = FastAPI(title="j1 serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    judge_body, reward_body = bodies.request_models(pairwise)
+    app = FastAPI(title="j1 serve", summary="An LLM judge behind HTTP: OpenRLHF's remote reward API and a judge "
+                  "endpoint.", lifespan=lifespan, redoc_url=None, docs_url="/docs" if settings.docs else None,
+                  openapi_url="/openapi.json" if settings.docs else None)
+    app.openapi = partial(openapi_document, app, {"/v1/judge": judge_body, "/get_reward": reward_body})
     app.state.batcher = batcher
     app.state.metrics = metrics
     app.state.limit = limit
@@ -170,7 +183,8 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             raise ApiError(401, "unauthorized", "missing or wrong API key: send 'Authorization: Bearer KEY'",
                            {"WWW-Authenticate": "Bearer"})
 
-    async def read_json(request: Request) -> Any:
+    async def read_body(request: Request, model: type[BaseModel], endpoint: str) -> Any:
+        """The body as ``model``, read after the key is checked and counted against the size limit as it arrives."""
         authorize(request)
         limit_bytes = settings.max_body_bytes
         declared = request.headers.get("content-length", "")
@@ -182,11 +196,16 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
             body += chunk
             if len(body) > limit_bytes:
                 raise ApiError(413, "body_too_large", f"the body is over {limit_bytes} bytes (--max-body-bytes)")
-        return protocol.parse_json(bytes(body))
+        try:
+            return model.model_validate_json(bytes(body))
+        except ValidationError as exc:
+            raise bodies.request_error(exc, model, endpoint) from None
 
     def check_samples(samples: int | None) -> None:
         if samples is None:
             return
+        if samples > settings.max_samples:
+            raise protocol.RequestError(f"field 'samples' must be <= {settings.max_samples}, got {samples}")
         if samples > 1 and judge.params.temperature == 0:
             raise protocol.RequestError(
                 f"field 'samples': {samples} samples from a greedy judge (temperature 0) would be {samples} copies "
@@ -264,8 +283,9 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
+        # A route's own parameters (none of j1's take any): a 400 in the one schema, never FastAPI's 422.
         where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors())
-        return error(422, "validation_error", f"the request is not valid: {where}")
+        return error(400, "validation_error", f"the request is not valid: {where}")
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):
@@ -293,16 +313,17 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         return {"object": "list", "data": [{"id": judge.name, "object": "model", "owned_by": "j1",
                                             "judge": judge.describe(), "limits": limits}]}
 
-    @app.post("/get_reward")
+    @app.post("/get_reward", openapi_extra=body_schema(reward_body), responses=answers(bodies.RewardAnswer),
+              summary="Rewards for a batch of policy responses (OpenRLHF's --remote_rm_url)")
     async def get_reward(request: Request) -> dict:
         async with deadline():
-            req = protocol.parse_reward_request(await read_json(request), pairwise=pairwise)
+            req = await read_body(request, reward_body, "/get_reward")
             if pairwise and req.references is None:
                 return await group_reward(request, req)
             if pairwise:  # the response is A, the reference B; both orders are judged
-                tasks = [_task(req, i, req.responses[i], req.references[i]) for i in range(len(req.prompts))]
+                tasks = [req.task(i, req.responses[i], req.references[i]) for i in range(len(req.prompts))]
             else:
-                tasks = [_task(req, i, req.responses[i]) for i in range(len(req.prompts))]
+                tasks = [req.task(i, req.responses[i]) for i in range(len(req.prompts))]
             checked = await asyncio.to_thread(fit_all, tasks)
             ok = [i for i, c in enumerate(checked) if isinstance(c, Fitted)]
             errors = [c for c in checked if isinstance(c, protocol.ItemError)]
@@ -320,11 +341,11 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         return protocol.reward_answer(rewards, ok, errors, n=len(tasks), error_reward=settings.error_reward,
                                       pairwise=pairwise, truncated=sum(checked[i].truncated for i in ok))
 
-    async def group_reward(request: Request, req: protocol.RewardRequest) -> dict:
+    async def group_reward(request: Request, req: bodies.RewardRequest) -> dict:
         """No labels: every response against the others of its prompt's group, both orders each; a pair
         that does not fit the context gives no vote (``pair_error_rate``)."""
         pairs = group_plan(req.prompts, req.responses, settings.group_opponents, judge.params.seed)
-        tasks = [_task(req, i, req.responses[i], req.responses[j]) for i, j in pairs]
+        tasks = [req.task(i, req.responses[i], req.responses[j]) for i, j in pairs]
         checked = await asyncio.to_thread(fit_all, tasks)
         ok = [k for k, c in enumerate(checked) if isinstance(c, Fitted)]
         for c in checked:
@@ -342,11 +363,11 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
         logs = {**rewards.logs, "pair_error_rate": (len(pairs) - voted) / len(pairs) if pairs else 0.0}
         return {"rewards": rewards.rewards, "scores": rewards.rewards, "extra_logs": logs, "errors": []}
 
-    @app.post("/v1/judge")
+    @app.post("/v1/judge", openapi_extra=body_schema(judge_body), responses=answers(bodies.JudgeAnswer),
+              summary="Judge one prompt's response, or compare two in both orders (j1 judge --json)")
     async def judge_one(request: Request) -> dict:
         async with deadline():
-            req = protocol.parse_judge_request(await read_json(request), pairwise=pairwise,
-                                               max_samples=settings.max_samples)
+            req = (await read_body(request, judge_body, "/v1/judge")).task()
             check_samples(req.samples)
             fitted = await asyncio.to_thread(fitter.fit, req)
             (result,) = await judged(request, [fitted.task])
@@ -360,12 +381,29 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
     return app
 
 
-def _task(req: protocol.RewardRequest, i: int, response: str, other: str | None = None) -> Task:
-    """Item ``i`` of a ``/get_reward`` request as a task: its response (against ``other``, a pair), with the
-    item's criteria and reference."""
-    guide = req.guide(i)
-    return Task(req.prompts[i], response, other, None, guide.criteria if guide else None,
-                guide.reference if guide else None)
+def body_schema(model: type[BaseModel]) -> dict:
+    """A route's ``openapi_extra``: its JSON body is ``model`` (``openapi_document`` adds the schema)."""
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
+
+
+def answers(model: Any) -> dict:
+    """A route's documented answers: ``model``, or the error schema with a bad body's 400."""
+    return {200: {"model": model}, 400: {"model": bodies.ErrorAnswer, "description": "A body that does not fit "
+                                         "its model; the message names the field."}}
+
+
+def openapi_document(app: FastAPI, request_bodies: dict[str, type[BaseModel]]) -> dict:
+    """``app``'s OpenAPI document with each route's request body model (and the models it nests), built once."""
+    if app.openapi_schema is None:
+        doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        for model in request_bodies.values():
+            schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(schema.pop("$defs", {}))
+            schemas[model.__name__] = schema
+        app.openapi_schema = doc
+    return app.openapi_schema
 
 
 async def _disconnect(request: Request) -> None:

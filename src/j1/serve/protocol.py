@@ -1,32 +1,23 @@
-"""What ``j1 serve`` reads and answers, as pure functions: request parsing and checks (each failure a
-``RequestError`` whose message is the 400 answer), the prompt-prefix stripping of OpenRLHF queries,
-and the reward arithmetic shared with ``j1.integrations.trl``.
+"""What ``j1 serve`` computes, as pure functions: the prompt-prefix stripping of OpenRLHF queries, the
+unit of work it batches (``Task``), and the reward arithmetic shared with ``j1.integrations.trl``.
+The bodies it takes and answers are ``j1.serve.bodies``.
 
-OpenRLHF's remote reward API (``--remote_rm_url http://host:port/get_reward``) posts
-``{"query": [...], "prompts": [...], "labels": [...]}``: each query is its prompt followed by the
-policy's response, decoded from tokens. The answer is ``{"rewards", "scores", "extra_logs"}``; OpenRLHF
-trains on ``rewards``, filters on ``scores`` (0-1) and logs each ``extra_logs`` value. An item that
-cannot be judged (its prompt does not fit the judge's context) gets ``error_reward`` instead of failing
-the batch; ``extra_logs["error_rate"]`` counts such items and ``errors`` says which and why.
-
-Bodies are checked strictly: a field an endpoint does not take is refused by name (a misspelt
-``samples``, or ``temperature``, which the server fixes at start, would otherwise be silently ignored).
+An item of a ``/get_reward`` batch that cannot be judged (its prompt does not fit the judge's context) gets
+``error_reward`` instead of failing the batch; ``extra_logs["error_rate"]`` counts such items and ``errors``
+says which and why.
 
 Both endpoints take what the judge reads besides the responses (issue 54): ``criteria`` (what to judge by)
-and ``reference`` (a gold answer to the prompt). ``/v1/judge`` takes each as a string; ``/get_reward`` as a
-string for every item or a list with one string (or null) per item. They are not OpenRLHF's ``labels``,
-which are the responses a pairwise judge compares each response against.
+and ``reference`` (a gold answer to the prompt). They are not OpenRLHF's ``labels``, which are the responses
+a pairwise judge compares each response against.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from j1.formats import JudgeFormat, require_arity
-from j1.formats.base import INPUTS, Guidance, request_text
+from j1.formats.base import Guidance
 from j1.judging.judge import Judgment
 from j1.pairs import Verdict, flip_rate, flipped, share
 
@@ -42,13 +33,6 @@ def served_format(name: str) -> JudgeFormat:
     'pos'
     """
     return require_arity(name, SERVED_ARITIES, "j1 serve")
-
-
-# The fields each endpoint takes; anything else is refused by name.
-REWARD_FIELDS = ("query", "prompts", "labels", *INPUTS)
-JUDGE_FIELDS = ("prompt", "response_a", "response_b", "samples", *INPUTS)
-# Settings a client may expect to send but that the server fixes when it starts (the hint in the 400).
-SERVER_SETTINGS = ("temperature", "top_p", "max_new_tokens", "max_tokens", "seed", "model", "format", "n")
 
 
 class RequestError(ValueError):
@@ -73,22 +57,6 @@ class ItemError:
 
 
 @dataclass(frozen=True)
-class RewardRequest:
-    """A ``/get_reward`` request: the judged responses (queries without their prompts), the
-    reference responses of ``labels`` (None for a pointwise judge, which may omit labels; a pairwise judge
-    without labels compares each response with the others of its prompt, ``group_rewards``), and each item's
-    criteria and gold answer (``guides``)."""
-
-    prompts: list[str]
-    responses: list[str]
-    references: list[str] | None
-    guides: list[Guidance] | None = None
-
-    def guide(self, i: int) -> Guidance | None:
-        return None if self.guides is None else self.guides[i]
-
-
-@dataclass(frozen=True)
 class Task:
     """One judgment ``j1 serve`` batches: a ``/v1/judge`` request, or one item of a ``/get_reward``
     batch. A pair to compare in both orders (``response_b`` set) or one response to score alone
@@ -106,110 +74,6 @@ class Task:
         return Guidance(self.criteria, self.reference)
 
 
-def parse_json(body: bytes) -> Any:
-    """The request body as JSON.
-
-    >>> parse_json(b'{"a": 1}')
-    {'a': 1}
-    >>> parse_json(b'{"a": ')
-    Traceback (most recent call last):
-    j1.serve.protocol.RequestError: the body is not valid JSON: Expecting value: line 1 column 7 (char 6)
-    """
-    try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(f"the body is not valid JSON: {exc}", "invalid_json") from None
-    except RecursionError:  # nesting deep enough to exhaust the parser's stack
-        raise RequestError("the body is not valid JSON: nested too deeply", "invalid_json") from None
-
-
-def check_fields(data: dict, known: Sequence[str], endpoint: str) -> None:
-    """RequestError naming every field of ``data`` outside ``known``.
-
-    >>> check_fields({"prompt": "Q", "temprature": 1}, JUDGE_FIELDS, "/v1/judge")
-    Traceback (most recent call last):
-    j1.serve.protocol.RequestError: unknown field 'temprature': /v1/judge takes prompt, response_a, response_b, samples, criteria, reference
-    """
-    unknown = [k for k in data if k not in known]
-    if not unknown:
-        return
-    names = ", ".join(repr(k) for k in unknown)
-    message = f"unknown field{'s' if len(unknown) > 1 else ''} {names}: {endpoint} takes {', '.join(known)}"
-    fixed = [k for k in unknown if k in SERVER_SETTINGS]
-    if fixed:
-        message += (f" ({', '.join(fixed)} {'is' if len(fixed) == 1 else 'are'} set when j1 serve starts, "
-                    "the same for every request; GET /v1/models shows them)")
-    raise RequestError(message, "unknown_field")
-
-
-def _text(value: str, where: str) -> str:
-    """``value`` when it can be encoded (JSON's ``\\ud800`` escapes give unpaired surrogates, which no
-    tokenizer or HTTP upstream takes)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise RequestError(f"{where} holds an unpaired UTF-16 surrogate at character {exc.start}") from None
-    return value
-
-
-def _object(data: Any) -> dict:
-    if not isinstance(data, dict):
-        raise RequestError(f"the body must be a JSON object, got {_kind(data)}")
-    return data
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
-
-
-def _strings(data: dict, key: str, *, required: bool = True) -> list[str] | None:
-    """``data[key]`` as a list of strings; RequestError naming the key (and the item) otherwise."""
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise RequestError(f"missing field {key!r} (a list of strings)")
-        return None
-    if not isinstance(value, list):
-        raise RequestError(f"field {key!r} must be a list of strings, got {_kind(value)}")
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise RequestError(f"field {key!r}[{i}] must be a string, got {_kind(item)}")
-        _text(item, f"field {key!r}[{i}]")
-    return value
-
-
-def _guides(data: dict, n: int) -> list[Guidance] | None:
-    """Each item's ``criteria`` and ``reference`` in a ``/get_reward`` body: a string for every item, or a list
-    with one string (or null) per item; None when neither is given.
-
-    >>> [g.inputs for g in _guides({"criteria": "Be brief.", "reference": ["4", None]}, 2)]
-    [('criteria', 'reference'), ('criteria',)]
-    """
-    per: dict[str, list] = {}
-    for key in INPUTS:
-        value = data.get(key)
-        if value is None:
-            continue
-        if isinstance(value, str):
-            per[key] = [_text(value, f"field {key!r}")] * n
-            continue
-        if not isinstance(value, list):
-            raise RequestError(f"field {key!r} must be a string (every item) or a list with one string or null per "
-                               f"item, got {_kind(value)}")
-        if len(value) != n:
-            raise RequestError(f"{key!r} has {len(value)} items and 'query' {n}; they pair up one to one")
-        for i, item in enumerate(value):
-            if item is not None and not isinstance(item, str):
-                raise RequestError(f"field {key!r}[{i}] must be a string or null, got {_kind(item)}")
-            if item is not None:
-                _text(item, f"field {key!r}[{i}]")
-        per[key] = value
-    if not per:
-        return None
-    return [Guidance(**{k: v[i] for k, v in per.items()}) for i in range(n)]
-
-
 def strip_prompt(query: str, prompt: str) -> str:
     """The response in an OpenRLHF query: the query with its prompt prefix removed.
 
@@ -222,67 +86,6 @@ def strip_prompt(query: str, prompt: str) -> str:
     if not query.startswith(prompt):
         raise RequestError("the query does not start with its prompt")
     return query[len(prompt):]
-
-
-def parse_reward_request(data: Any, *, pairwise: bool) -> RewardRequest:
-    """Check a ``/get_reward`` body: ``query`` and ``prompts`` (lists of strings, same length),
-    ``labels`` (the reference responses of a pairwise judge; without them each response is rewarded
-    by its win rate in its prompt's group; ignored by a pointwise judge), ``criteria`` and ``reference``
-    (``_guides``)."""
-    data = _object(data)
-    check_fields(data, REWARD_FIELDS, "/get_reward")
-    queries = _strings(data, "query")
-    prompts = _strings(data, "prompts")
-    if len(queries) != len(prompts):
-        raise RequestError(f"'query' has {len(queries)} items and 'prompts' {len(prompts)}; they pair up one to one")
-    if not queries:
-        raise RequestError("'query' is empty: nothing to reward")
-    responses = []
-    for i, (q, p) in enumerate(zip(queries, prompts, strict=True)):
-        try:
-            responses.append(strip_prompt(q, p))
-        except RequestError as exc:
-            raise RequestError(f"query {i}: {exc}") from None
-    guides = _guides(data, len(queries))
-    if not pairwise:
-        return RewardRequest(prompts, responses, None, guides)
-    labels = _strings(data, "labels", required=False)
-    if labels is None:  # no reference responses: each response meets the others of its prompt (group_rewards)
-        return RewardRequest(prompts, responses, None, guides)
-    if len(labels) != len(queries):
-        raise RequestError(f"'labels' has {len(labels)} items and 'query' {len(queries)}; they pair up one to one")
-    return RewardRequest(prompts, responses, labels, guides)
-
-
-def parse_judge_request(data: Any, *, pairwise: bool, max_samples: int = 64) -> Task:
-    """Check a ``/v1/judge`` body: ``prompt`` (a string, or a conversation as a list of chat messages
-    ``{"role", "content"}``, which the judge reads as its transcript: ``j1.formats.base.request_text``),
-    ``response_a`` (a string), ``response_b`` (a string; required by a pairwise judge, optional for a
-    pointwise one), ``samples`` (an integer from 1 to ``max_samples``: each sample is a generation, so a
-    huge count would hold the judge for hours), ``criteria`` and ``reference`` (strings, optional)."""
-    data = _object(data)
-    check_fields(data, JUDGE_FIELDS, "/v1/judge")
-    fields = {}
-    for key in ("prompt", "response_a", "response_b", *INPUTS):
-        value = data.get(key)
-        if value is None and key in ("prompt", "response_a"):
-            raise RequestError(f"missing field {key!r} (a string)")
-        if key == "prompt" and isinstance(value, list):
-            try:
-                value = request_text(value)
-            except ValueError as exc:
-                raise RequestError(f"field 'prompt' {exc}") from None
-        if value is not None and not isinstance(value, str):
-            raise RequestError(f"field {key!r} must be a string, got {_kind(value)}")
-        fields[key] = value if value is None else _text(value, f"field {key!r}")
-    if pairwise and fields["response_b"] is None:
-        raise RequestError("missing field 'response_b': this judge compares two responses")
-    samples = data.get("samples")
-    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)
-                                or not 1 <= samples <= max_samples):
-        raise RequestError(f"field 'samples' must be an integer from 1 to {max_samples}, got {samples!r}")
-    return Task(fields["prompt"], fields["response_a"], fields["response_b"], samples, fields["criteria"],
-                fields["reference"])
 
 
 def pairwise_reward(verdicts: Sequence[str]) -> float:

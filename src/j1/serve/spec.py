@@ -57,6 +57,11 @@ class ServeSpec(JudgeArgs, BackendArgs, SamplingArgs):
                                 "many random others of its prompt's group (default: every pair); its reward is "
                                 "its win rate."})
 
+    # On by default as in any FastAPI server (client generators read /openapi.json); off for a public deployment.
+    docs: bool = field(
+        default=True, metadata={"help": "Serve the API's schema at /openapi.json and its pages at /docs "
+                                "(--no_docs: neither)."})
+
     def __post_init__(self) -> None:
         self._setup_judge()
         served_format(self.format)
