@@ -43,7 +43,10 @@ class Problem:
 def source_name(source: str) -> str:
     """The ``source`` recorded in pairs: a local file's name (so moving the file keeps ids), or the HF id.
 
-    >>> source_name("../shared/data/gsm8k_train.jsonl"), source_name("openai/gsm8k")
+    >>> import tempfile
+    >>> local = Path(tempfile.mkdtemp()) / "gsm8k_train.jsonl"
+    >>> _ = local.write_text("")
+    >>> source_name(str(local)), source_name("openai/gsm8k")
     ('gsm8k_train.jsonl', 'openai/gsm8k')
     """
     path = Path(source)
