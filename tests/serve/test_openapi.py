@@ -31,9 +31,9 @@ pairwise = _served(prefers_paris, "pav")
 pointwise = _served(scores_paris, "pos")
 
 
-def _schema(doc: dict, path: str, part: str) -> jsonschema.Draft202012Validator:
+def _schema(doc: dict, path: str, part: str, method: str = "post") -> jsonschema.Draft202012Validator:
     """A validator of ``path``'s request body (``part`` "request") or answer (a status), refs resolved in ``doc``."""
-    op = doc["paths"][path]["post"]
+    op = doc["paths"][path][method]
     where = op["requestBody"] if part == "request" else op["responses"][part]
     return jsonschema.Draft202012Validator({**where["content"]["application/json"]["schema"],
                                             "components": doc["components"]})
@@ -100,3 +100,13 @@ def test_docs_page_is_served_and_no_docs_turns_both_off(pairwise):
             running_app(judge, docs=False) as (off, _):
         with http().Client() as c:
             assert [c.get(off + p).status_code for p in ("/openapi.json", "/docs")] == [404, 404]
+
+
+@pytest.mark.parametrize("path", ["/health", "/v1/models"])
+def test_the_get_answers_validate_against_the_schema(pairwise, path):
+    url, client, doc = pairwise
+    resp = client.get(url + path)
+    assert resp.status_code == 200, resp.text
+    _schema(doc, path, "200", method="get").validate(resp.json())
+    with pytest.raises(jsonschema.ValidationError):  # the schema says something: an empty answer fails it
+        _schema(doc, path, "200", method="get").validate({})

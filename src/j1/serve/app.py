@@ -298,7 +298,7 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
     async def _gone(request: Request, exc: Exception):
         return Response(status_code=499)  # nobody reads it; uvicorn drops it
 
-    @app.get("/health")
+    @app.get("/health", responses={200: {"model": bodies.HealthAnswer}}, summary="Whether the server is up, and its load")
     async def health() -> dict:
         return {"status": "ok", "judge": judge.name, "queued": batcher.queued, "running": batcher.running,
                 "batches": batcher.stats.to_json(), "limits": limits}
@@ -307,7 +307,7 @@ def create_app(judge: Judge, settings: ServerSettings = ServerSettings()) -> Fas
     async def scrape() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses={200: {"model": bodies.ModelsAnswer}}, summary="The served judge (OpenAI's list)")
     async def models(request: Request) -> dict:
         authorize(request)
         return {"object": "list", "data": [{"id": judge.name, "object": "model", "owned_by": "j1",

@@ -218,6 +218,32 @@ class RewardAnswer(BaseModel):
 JudgeAnswer = PairAnswer | ScoreAnswer
 
 
+class HealthAnswer(BaseModel):
+    """``GET /health``: the server is up, and how busy it is."""
+
+    status: str = Field(description="ok while the server takes requests.")
+    judge: str = Field(description="The served judge's name.")
+    queued: int = Field(description="Judge prompts waiting for a batch.")
+    running: int = Field(description="Judge prompts being generated.")
+    batches: dict[str, Any] = Field(description="The batcher's counts so far (batches, rows, waits).")
+    limits: dict[str, Any] = Field(description="The request limits in force (bytes, items, samples, ...).")
+
+
+class ModelCard(BaseModel):
+    id: str = Field(description="The served judge's name: the model name a client sends.")
+    object: str = Field(description="Always model (OpenAI's list format).")
+    owned_by: str = Field(description="Always j1.")
+    judge: dict[str, Any] = Field(description="How the judge is asked: format, wording, prefill, budgets, inputs.")
+    limits: dict[str, Any] = Field(description="The request limits in force.")
+
+
+class ModelsAnswer(BaseModel):
+    """``GET /v1/models``: the one served judge, in OpenAI's list format."""
+
+    object: str = Field(description="Always list.")
+    data: list[ModelCard] = Field(min_length=1, max_length=1, description="The served judge.")
+
+
 # -- a failed validation as the 400 answer ------------------------------------------------------------------
 
 _EXPECTED = {"string_type": "a string", "int_type": "an integer", "list_type": "a list", "float_type": "a number",
