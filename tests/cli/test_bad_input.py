@@ -136,7 +136,7 @@ CASES = [
      "{d}/empty.jsonl: no pairs", "{o}"),
     ("warmup: bad config value", ["warmup", "--train_file", "{d}/pairs.jsonl", "--output_dir", "{o}", *CPU,
                                   "--verdicts", "best"],
-     "--verdicts 'best': choose one of ['random', 'gold']", "{o}"),
+     "--verdicts 'best': choose one of ['random', 'gold', 'rationale']", "{o}"),
     ("train: missing train file", ["train", "--train_file", "{d}/missing.jsonl", "--output_dir", "{o}", *CPU],
      "{d}/missing.jsonl: no such file or folder", "{o}"),
     ("train: malformed line", ["train", "--train_file", "{d}/math_badjson.jsonl", "--output_dir", "{o}", *CPU],

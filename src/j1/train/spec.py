@@ -112,9 +112,8 @@ class TrainSpec:
     )
     share_prompt_prefix: str = field(
         default="auto",
-        metadata={"help": "Encode each judge prompt once for its G rollouts (generation and log-prob passes); "
-                  "TRL's numbers at 1/G of the prompt cost. auto = on on a CPU, off on a GPU (where it was "
-                  "measured slower at small shapes; run.json records the choice); true; false = TRL's own passes."},
+        metadata={"help": "Encode each judge prompt once for its G rollouts (TRL's numbers at 1/G of the prompt "
+                  "cost): auto = on a CPU only (run.json records it); true; false = TRL's own passes."},
     )
     pair_seed: int = field(
         default=0, metadata={"help": "Seed of the side the chosen response is placed on (chosen/rejected input)."}
@@ -136,14 +135,12 @@ class TrainSpec:
     )
     collapse_guard: float | None = field(
         default=0.9,
-        metadata={"help": "With sampled thoughts (a prefill that leaves the thought open): stop and save, naming the "
-                  "collapse, once this share of a step's rollouts write a thought another prompt also got, for "
-                  "3 logged steps in a row (j1/thought_shared). Unset = no guard."},
+        metadata={"help": "Stop when this share of thoughts repeat across prompts."},
     )
     save_minutes: float | None = field(
         default=None,
-        metadata={"help": "Also checkpoint every M minutes of training (besides --save_steps), so a kill loses at "
-                  "most M minutes; unset = by steps only. SIGTERM and SIGINT always checkpoint before stopping."},
+        metadata={"help": "Also checkpoint every M minutes of training, so a kill loses at most M; SIGTERM and "
+                  "SIGINT always checkpoint."},
     )
     signal_grace_seconds: float | None = field(
         default=None,
