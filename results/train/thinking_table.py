@@ -63,11 +63,10 @@ def scaling_rows(root: Path, name: str) -> list[str]:
     m = json.loads((folder / "metrics.json").read_text())
     out = []
     for k, block in m["scaling"].items():
-        cats = m.get("categories", {})
         ci = block["consistent_accuracy_ci"]
         span = f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else ""
         out.append(f"| {name} | {k} | {block['consistent_accuracy']:.1%}{span} | {block['accuracy']:.1%} | "
-                   f"{block['invalid_rate']:.1%} | {len(cats)} groups |")
+                   f"{block['flip_rate']:.1%} | {block['invalid_rate']:.1%} |")
     return out
 
 
@@ -87,8 +86,8 @@ def main(root: str, *names: str) -> None:
         print(judge_row(root_path, name, base, baseline)[0])
     rows = [r for name in args for r in scaling_rows(root_path, name)]
     if rows:
-        print("\n| judge | samples k | consistent (unseen, ref) | accuracy | invalid | |")
-        print("|---|---:|---:|---:|---:|---|")
+        print("\n| judge | samples k (majority) | consistent (MATH, ref) | accuracy | flip | invalid |")
+        print("|---|---:|---:|---:|---:|---:|")
         print("\n".join(rows))
 
 
