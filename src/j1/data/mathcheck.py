@@ -25,8 +25,8 @@ RIGHT, WRONG, NO_ANSWER = "right", "wrong", "no_answer"
 _GSM8K_MARK = "####"
 # A digit-comma-three-digits group: "1,000" -> "1000" (GSM8K writes thousands separators).
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-# A response's final line: GSM8K's mark, or "The answer is x" as GSM8K-style solutions end.
-_FINAL_LINE = re.compile(r"(?:####|[Tt]he (?:final )?answer is:?)\s*\$?\s*([-+]?[\d.,/]+)")
+# A response's final line as GSM8K-style solutions end: "The answer is x" (GSM8K's own mark: gsm8k_final).
+_FINAL_LINE = re.compile(r"[Tt]he (?:final )?answer is:?\s*\$?\s*([-+]?[\d.,/]+)")
 
 
 def _mv():
@@ -138,6 +138,9 @@ def final_answer(text: str) -> str | None:
     boxed = last_boxed(text)
     if boxed is not None and boxed.strip():
         return boxed.strip()
+    marked = gsm8k_final(text)
+    if marked is not None:
+        return marked
     found = _FINAL_LINE.findall(text)
     if not found:
         return None

@@ -13,9 +13,6 @@ if TYPE_CHECKING:
     from j1.backends.base import Backend
     from j1.schema import PairRecord
 
-ORDERS_BY_WINNER = {"A": "AB", "B": "BA"}  # chosen shown first is order AB of a pair placed chosen-as-A
-
-
 def teacher_prompts(pair: PairRecord) -> dict[str, list[dict]]:
     """The pav prompts a teacher answers for ``pair``: one per letter the chosen response is shown under,
     with the inputs the pair's thoughts read (a reference) and nothing else.
@@ -26,12 +23,13 @@ def teacher_prompts(pair: PairRecord) -> dict[str, list[dict]]:
     (['A', 'B'], True)
     """
     from j1.formats import get_format
-    from j1.pairs import render_both
+    from j1.pairs import render_both, shown_label
 
     reads = pair.thoughts["reads"] if pair.thoughts else []
     guide = pair.guidance.keep(reads)
-    both = dict(render_both(get_format("pav"), pair.prompt, pair.chosen, pair.rejected, guide))
-    return {winner: both[order] for winner, order in ORDERS_BY_WINNER.items()}
+    # rendered with chosen as response A: each order's prompt, keyed by the letter chosen is shown under
+    return {shown_label("A", order): messages
+            for order, messages in render_both(get_format("pav"), pair.prompt, pair.chosen, pair.rejected, guide)}
 
 
 def teacher_thoughts(pairs: Sequence[PairRecord], teacher: Backend, *, max_tokens: int

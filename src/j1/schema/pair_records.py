@@ -152,6 +152,16 @@ class PlacedPair:
     def guidance(self) -> Guidance:
         return Guidance(self.criteria, self.reference)
 
+    def unseen_input(self, inputs: Iterable[str]) -> str | None:
+        """The first input the pair's thoughts quote that a judge shown ``inputs`` does not see; None if none.
+
+        >>> p = PlacedPair("p", "q", "x", "y", "B", thoughts={"A": "t1", "B": "t2", "reads": ["reference"]})
+        >>> p.unseen_input(["reference"]), p.unseen_input([])
+        (None, 'reference')
+        """
+        shown = set(inputs)
+        return next((name for name in (self.thoughts or {}).get("reads", []) if name not in shown), None)
+
     def thought(self, order: str, inputs: Iterable[str]) -> str | None:
         """The thought for ``order`` when the judge is shown ``inputs``: None without thoughts.
 
@@ -164,10 +174,10 @@ class PlacedPair:
         """
         if self.thoughts is None:
             return None
-        unseen = [name for name in self.thoughts.get("reads", []) if name not in set(inputs)]
-        if unseen:
-            raise ValueError(f"pair {self.pair_id!r}: its thoughts quote the {unseen[0]}, which the judge is not shown; "
-                             f"pass --judge_inputs {unseen[0]}, or rebuild them without it (j1 synth thoughts "
+        unseen = self.unseen_input(inputs)
+        if unseen is not None:
+            raise ValueError(f"pair {self.pair_id!r}: its thoughts quote the {unseen}, which the judge is not shown; "
+                             f"pass --judge_inputs {unseen}, or rebuild them without it (j1 synth thoughts "
                              f"--reference_share 0)")
         return self.thoughts[shown_label(self.label, order)]
 

@@ -78,7 +78,7 @@ def unit_rows(pair: Pair, formulation: str, template: str = "full", prefill: str
             row = {"prompt": with_prefill(messages, prefill), "pair_id": pair.pair_id, "order": order,
                    "label": pair.label, "judge_format": name}
             # a thought that quotes an input the judge is not shown (a reference) is no thought for this prompt
-            if pair.thoughts is not None and fmt.pairwise and set(pair.thoughts["reads"]) <= set(guide.inputs):
+            if pair.thoughts is not None and fmt.pairwise and pair.unseen_input(guide.inputs) is None:
                 row["thought"] = pair.thought(order, guide.inputs)
             rows.append(row)
     return rows

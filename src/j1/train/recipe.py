@@ -342,13 +342,13 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
     finally:
         stopper.close()
     accounting["trained_minutes"] = round(clock.seconds() / 60, 3)
-    if guard is not None:  # each logged step's thought length and spread, and the collapse if one stopped the run
-        accounting["thoughts"] = {"per_step": guard.spread, "collapsed": guard.collapsed}
+    # each logged step's thought length and spread, and the collapse if one stopped the run
+    spread = {} if guard is None else {"thoughts": {"per_step": guard.spread, "collapsed": guard.collapsed}}
     if stopper.stopped_by is not None:  # every process agrees; final is left to the resumed run
         if is_main:
             run_folder.write(config, status="interrupted", signal=signal.Signals(stopper.stopped_by).name,
                              resume_from=resume, data=info, device=device, global_step=trainer.state.global_step,
-                             **in_effect, **accounting)
+                             **in_effect, **accounting, **spread)
         # A process that left now would have the launcher kill the main one before run.json is written.
         trainer.accelerator.wait_for_everyone()
         raise TrainingInterrupted(stopper.stopped_by, trainer.state.global_step, stopper.saved_at_stop)
@@ -372,6 +372,6 @@ def run_train(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConfig) 
         write_manifest(final, manifest(final, lora))
         run = run_folder.write(config, status="done", resume_from=resume, data=info, device=device,
                            global_step=trainer.state.global_step, train_metrics=result.metrics,
-                           **in_effect, **accounting)
+                           **in_effect, **accounting, **spread)
         log.info("done: %d steps; model in %s", trainer.state.global_step, out / "final")
     return run
