@@ -84,10 +84,10 @@ def test_configs_are_all_found():
     # one per CPU starting point (j1's GRPO recipe needs none for the format: its answer prefill gives it),
     # the thinking judge's format warm-up on one GPU, and its SFT on thoughts by construction on the CPU
     assert len([p for p in YAMLS if p.parent.name == "warmup"]) == 6
-    # + the thinking judge's data: Alpaca mismatch pairs, thoughts for them and for GSM8K, their mix
-    assert len([p for p in YAMLS if p.parent.name == "synth"]) == 12
+    # + the thinking judge's data: GSM8K (half boxed) and Alpaca mismatch pairs, thoughts for them, their mix
+    assert len([p for p in YAMLS if p.parent.name == "synth"]) == 13
     assert len([p for p in YAMLS if p.parent.name == "eval"]) == 5
-    assert len(YAMLS) == len(set(YAMLS)) == 36
+    assert len(YAMLS) == len(set(YAMLS)) == 37
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: str(p.relative_to(CONFIGS)))

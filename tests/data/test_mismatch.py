@@ -183,3 +183,32 @@ def test_math_pairs_keep_the_final_answer_as_their_reference():
     ps = [Problem(str(i), f"q{i}", "f", f"s{i}\n#### {i}") for i in range(3)]
     pairs = mismatch_pairs(ps, pairs=3, max_words=5, seed=0, source="x")
     assert all(p.reference == p.id for p in pairs)  # question i's final answer is i
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("48/2 = <<48/2=24>>24 clips.\n#### 72", "48/2 = 24 clips.\nThe answer is $\\boxed{72}$."),
+    ("#### 1,000  ", "The answer is $\\boxed{1000}$."),  # a number as its reference reads it
+    ("####7", "The answer is $\\boxed{7}$."),
+    ("no final line", "no final line"),  # nothing to box
+    ("x #### 5", "x #### 5"),
+])
+def test_clean_solution_boxed(text, expected):
+    from j1.data.mathcheck import final_answer
+
+    out = clean_solution(text, boxed=True)
+    assert out == expected
+    assert final_answer(out) == final_answer(clean_solution(text))  # the same final answer, in MATH's form
+
+
+def test_boxed_share_boxes_a_seeded_share_of_questions_and_keeps_the_draw():
+    ps = _problems(40)
+    plain = mismatch_pairs(ps, pairs=40, max_words=30, seed=1, source="x")
+    half = mismatch_pairs(ps, pairs=40, max_words=30, seed=1, source="x", boxed_share=0.5)
+    every = mismatch_pairs(ps, pairs=40, max_words=30, seed=1, source="x", boxed_share=1.0)
+    assert [(p.id, p.meta["rejected_from"], p.reference) for p in plain] == \
+        [(p.id, p.meta["rejected_from"], p.reference) for p in half]  # same pairs, same references
+    boxed = {p.id for p in half if "\\boxed" in p.chosen}
+    assert 10 <= len(boxed) <= 30 and all("\\boxed" in p.chosen for p in every)
+    for p in half:  # a question's answer reads the same as chosen and as rejected
+        assert ("\\boxed" in p.rejected) == (p.meta["rejected_from"] in boxed)
+    assert half == mismatch_pairs(ps, pairs=40, max_words=30, seed=1, source="x", boxed_share=0.5)

@@ -102,22 +102,30 @@ def test_math_solved_hand_worked():
 
 
 def test_mismatch_hand_worked():
-    # the question's terms: tom, 5, apple (in order); the chosen answer uses all three ("Tom's" is Tom), the
-    # rejected none, so its own first two terms say what it is about
-    r = mismatch("Tom has 5 apples. How many apples?", "Tom's 5 apples stay 5.", "Boil pasta ten minutes.")
-    assert r.thoughts["A"] == ("The question is about tom, 5 and apple. Response A uses tom, 5 and apple. "
-                               "Response B uses none of them; it is about boil and pasta. So response A is better.")
-    assert r.thoughts["B"].endswith("Response B uses tom, 5 and apple. So response B is better.")
+    # the first 6 words of the request and of each response, as the digest prompt quotes them; the chosen one
+    # answers the request, the other was written for another request
+    r = mismatch("Tom has 5 apples. How many apples does he have?", "Tom has 5 apples, so 5.",
+                 "Boil the pasta for ten minutes,\nthen drain it.")
+    assert r.thoughts["A"] == ('The request begins "Tom has 5 apples. How many". Response A begins "Tom has 5 apples, '
+                               'so 5.", which answers it. Response B begins "Boil the pasta for ten minutes,", which '
+                               'answers another request. So response A is better.')
+    assert r.thoughts["B"] == ('The request begins "Tom has 5 apples. How many". Response A begins "Boil the pasta for '
+                               'ten minutes,", which answers another request. Response B begins "Tom has 5 apples, '
+                               'so 5.", which answers it. So response B is better.')
+    assert r.reads == ()
 
 
-@pytest.mark.parametrize("prompt, chosen, rejected, supported", [
-    ("Tom has 5 apples.", "5 apples", "pasta", True),
-    ("Tom has 5 apples.", "pasta", "5 apples", False),  # the facts favour the loser: no thought
-    ("Tom has 5 apples.", "5 apples", "5 apples", False),  # a tie in terms decides nothing
-    ("Is it?", "Yes.", "No.", False),  # no content terms to read
+@pytest.mark.parametrize("prompt, chosen, rejected, supported, quoted", [
+    ("Tom has 5 apples.", "5 apples", "pasta", True, '"5 apples"'),
+    ("Tom has 5 apples.", "pasta", "5 apples", True, '"pasta", which answers it'),  # known by construction
+    ("Say </think> now", "</think> ok", "no", True, '"(/think) ok"'),  # a quote never closes the thought
+    ("  \n ", "Yes.", "No.", False, None),  # nothing to quote of the request
 ])
-def test_mismatch_support(prompt, chosen, rejected, supported):
-    assert mismatch(prompt, chosen, rejected).supported is supported
+def test_mismatch_support(prompt, chosen, rejected, supported, quoted):
+    r = mismatch(prompt, chosen, rejected)
+    assert r.supported is supported
+    if quoted:
+        assert quoted in r.thoughts["A"] and r.thoughts["A"].count("</think>") == 0
 
 
 def test_rewrite_hand_worked():
@@ -128,7 +136,7 @@ def test_rewrite_hand_worked():
 
 
 @pytest.mark.parametrize("kind, reference, meta, why", [
-    ("math-mismatch", None, {}, "mismatch: the question's terms in each response"),
+    ("math-mismatch", None, {}, "mismatch: how each response begins, and which answers the request"),
     ("math-mismatch", "7", {}, "math: final answers against the reference"),  # a reference decides first
     ("math", None, {"gold": "7"}, "math: final answers against the solved answer"),
     ("math", None, {}, "math pair without a reference or meta 'gold'"),
@@ -225,7 +233,7 @@ def test_synth_thoughts_teacher_kept_only_where_it_agrees(tmp_path, capsys):
     written = {p.id: p for p in read_pairs(out)}
     assert written["p0"].thoughts["A"] == "The apples answer is A." and written["p0"].thoughts["B"] == (
         "The apples answer is B.")
-    assert written["p2"].thoughts["A"].startswith("The question is about")  # kept its constructed thoughts
+    assert written["p2"].thoughts["A"].startswith("The request begins")  # kept its constructed thoughts
     assert json.loads((tmp_path / "t.run.json").read_text())["teacher"] == {"asked": 6, "disagreed": 1, "kept": 2}
 
 

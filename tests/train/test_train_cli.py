@@ -205,6 +205,21 @@ def test_gold_warmup_adapter_is_a_judge_that_grpo_continues(tiny_model, pair_fil
                   "--assistant_prefill", prefill, "--init_adapter", str(out)) == 0
     start, kept = load_file(out / "adapter_model.safetensors"), load_file(again / "final" / "adapter_model.safetensors")
     assert kept.keys() == start.keys() and all((kept[k] == start[k]).all() for k in kept)
+    # and a second warm-up (on thoughts, say) continues it too: at learning rate zero it saves the same adapter,
+    # and its before-check reads the adapter it starts from
+    more = tmp_path / "wu2"
+    assert main([
+        "warmup", "--train_file", str(pair_file), "--model_name_or_path", str(tiny_model), "--output_dir", str(more),
+        "--verdicts", "gold", "--assistant_prefill", prefill, "--merge_lora", "false", "--heldout_pairs", "1",
+        "--loss_tokens", "1", "--learning_rate", "0", "--init_adapter", str(out),
+        "--max_steps", "1", "--per_device_train_batch_size", "4", "--check_max_new_tokens", "4",
+        "--check_samples", "1", "--check_temperature", "0", "--save_strategy", "no", *lora, *CPU_FLAGS,
+    ]) == 0
+    again_start = load_file(more / "adapter_model.safetensors")
+    assert again_start.keys() == start.keys() and all((again_start[k] == start[k]).all() for k in start)
+    second = json.loads((more / "warmup.json").read_text())
+    assert second["before"]["examples"] == report["after"]["examples"]  # the same judge, checked the same way
+    assert json.loads((more / "run.json").read_text())["config"]["j1"]["init_adapter"] == str(out)
 
 
 def test_warmup_batches_hold_whole_pairs(tiny_model, pair_file, tmp_path, capsys):

@@ -11,7 +11,8 @@ How they are built (``j1 synth mismatch``):
   texts keep a judge prompt near 300 tokens on the CPU);
 - shuffle them with ``random.Random(seed)`` and take the first ``pairs``;
 - clean each answer: GSM8K's calculator annotations (``<<48/2=24>>``) go, ``#### 72`` becomes
-  ``The answer is 72``;
+  ``The answer is 72`` (or, for a ``boxed_share`` of the questions, MATH's ``The answer is $\\boxed{72}$.``:
+  a judge that only ever read the first form does not find a boxed final answer);
 - pair question i with the answer of question (i + 1 + r) mod n, r drawn from the same RNG in
   [0, n - 1): never its own, and past any answer with the same text as its own.
 
@@ -37,21 +38,51 @@ from j1.schema import PairRecord
 KIND = "math-mismatch"
 _CALCULATOR = re.compile(r"<<[^>]*>>")
 _FINAL = re.compile(r"^####\s*", flags=re.MULTILINE)
+_NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
+_FINAL_LINE = re.compile(r"^####[ \t]*(\S[^\n]*)$", flags=re.MULTILINE)
 
 
-def clean_solution(text: str) -> str:
+def clean_solution(text: str, boxed: bool = False) -> str:
     """A GSM8K solution as a reader sees it: no calculator annotations, the final line a sentence.
 
     Args:
         text: the source's answer field.
+        boxed: write the final answer in a box, as MATH solutions do.
 
     Returns:
-        The text without ``<<...>>`` annotations, ``#### x`` written as ``The answer is x``, stripped.
+        The text without ``<<...>>`` annotations, ``#### x`` written as ``The answer is x`` (boxed:
+        ``The answer is $\\boxed{x}$.``), stripped.
 
     >>> clean_solution("48/2 = <<48/2=24>>24 clips.\\n#### 72")
     '48/2 = 24 clips.\\nThe answer is 72'
+    >>> print(clean_solution("48/2 = 24 clips.\\n#### 72", boxed=True))
+    48/2 = 24 clips.
+    The answer is $\\boxed{72}$.
     """
-    return _FINAL.sub("The answer is ", _CALCULATOR.sub("", text)).strip()
+    text = _CALCULATOR.sub("", text)
+    if boxed:
+        text = _FINAL_LINE.sub(lambda m: f"The answer is $\\boxed{{{_boxable(m.group(1))}}}$.", text)
+    return _FINAL.sub("The answer is ", text).strip()
+
+
+def _boxable(value: str) -> str:
+    """A final answer as a box holds it: a number without thousands commas (as its reference is read).
+
+    >>> _boxable(" 1,000 "), _boxable("3 apples")
+    ('1000', '3 apples')
+    """
+    value = value.strip()
+    return value.replace(",", "") if _NUMBER.fullmatch(value) else value
+
+
+def is_boxed(problem_id: str, share: float, seed: int) -> bool:
+    """Whether a question's answer is written boxed when ``share`` of them should be (a coin seeded by its id,
+    so the answer reads the same as chosen and as rejected).
+
+    >>> is_boxed("q1", 1.0, 0), is_boxed("q1", 0.0, 0)
+    (True, False)
+    """
+    return share >= 1.0 or (share > 0.0 and random.Random(f"{seed}:boxed:{problem_id}").random() < share)
 
 
 def is_short(problem: Problem, max_words: int) -> bool:
@@ -116,7 +147,7 @@ def mismatch_indices(answers: Sequence[str], rng: random.Random) -> list[int]:
 
 
 def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, seed: int,
-                   source: str, kind: str = KIND) -> list[PairRecord]:
+                   source: str, kind: str = KIND, boxed_share: float = 0.0) -> list[PairRecord]:
     """The mismatch pair file's records (see the module docstring).
 
     Args:
@@ -126,6 +157,7 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
         seed: seeds the shuffle and the choice of the other answer (one RNG, in that order).
         source: the name recorded in each record's ``source``.
         kind: the records' ``kind`` (``math-mismatch`` by default; ``chat-mismatch`` for instructions).
+        boxed_share: share of the questions whose GSM8K final line is boxed (``is_boxed``; the draw is unchanged).
 
     Returns:
         ``pairs`` records of ``kind``; id = the question's id; ``meta`` names the question
@@ -137,7 +169,7 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
     """
     rng = random.Random(seed)
     picked = select(problems, pairs, max_words, rng)
-    answers = [clean_solution(p.answer or "") for p in picked]
+    answers = [clean_solution(p.answer or "", is_boxed(p.id, boxed_share, seed)) for p in picked]
     # each pair with its thoughts beside it, where the question's terms favour its own answer (j1.data.rationales)
     return [
         beside(PairRecord(p.id, p.prompt, answers[i], answers[j], kind, source,

@@ -8,12 +8,13 @@ to write from what it is shown, in the judge's own words:
   matches the reference, and the conclusion.
 - **Math without one** (``math``: right vs wrong answers to one problem): each final answer, the solved
   answer, the conclusion.
-- **Mismatch** (``*-mismatch``: a question's answer vs another question's): what the question is about,
-  which of its key terms each response uses, what the other response is about instead, the conclusion.
+- **Mismatch** (``*-mismatch``: a request's answer vs another request's): how the request and each
+  response begin, which response answers the request, the conclusion.
 - **Chat x/x'** (``chat``: the answer to x vs the answer to a rewritten x'): what x asks that x' changed,
   which response follows x, the conclusion.
 
-A thought is *checkable*: every fact in it is read off the shown texts (terms, final answers), and it is
+A thought is *checkable*: every fact in it is read off the shown texts (terms, openings, final answers) or
+known by construction (which request a response was written for), and it is
 kept only when those facts favour the known winner (``Rationale.supported``); a pair whose facts do not is
 left without thoughts and counted, never given a thought that argues one way and concludes the other.
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from j1.data.mathcheck import final_answer, same_answer
+from j1.formats.templates import first_words
 
 if TYPE_CHECKING:
     from j1.schema import PairRecord
@@ -50,6 +52,7 @@ come hello state trying tell show
 """.split())
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*[^\W\d_]|\d+(?:[.,]\d+)*")  # words of any script, numbers
 MAX_TERMS = 4  # terms named per text: enough to say what it is about, short enough for a CPU budget
+OPENING_WORDS = 6  # words quoted of each text: what it is about, and a copy of the digest's quote
 
 
 def terms(text: str) -> list[str]:
@@ -163,32 +166,28 @@ def math_solved(chosen: str, rejected: str, gold: str) -> Rationale:
 
 
 def mismatch(prompt: str, chosen: str, rejected: str) -> Rationale:
-    """The answer to the question vs an answer to another: the question's terms each response uses, and
-    what the one that uses fewer is about instead. Supported when the chosen response uses more of them.
+    """The answer to the request vs an answer to another: how the request and each response begin (the words
+    the ``digest`` prompt quotes), and which of them answers the request. The winner is known by construction
+    (the other response was written for another request), so every such pair has a thought; the thought
+    names what each response addresses, and the judge must tell which of the two fits the request.
 
-    >>> r = mismatch("How many legs does a spider have?", "A spider has eight legs.", "Boil the pasta.")
+    >>> r = mismatch("How many legs does a spider have?", "A spider has eight legs.", "Boil the pasta for ten minutes, then drain it.")
     >>> r.thoughts["A"]
-    'The question is about legs and spider. Response A uses legs and spider. Response B uses none of them; it is about boil and pasta. So response A is better.'
-    >>> mismatch("How many legs does a spider have?", "Boil the pasta.", "A spider has eight legs.").why
-    "the chosen response uses no more of the question's terms than the rejected one"
+    'The request begins "How many legs does a spider". Response A begins "A spider has eight legs.", which answers it. Response B begins "Boil the pasta for ten minutes,", which answers another request. So response A is better.'
+    >>> mismatch("   ", "a", "b").why
+    'the request is empty'
     """
-    asked = terms(prompt)
-    if not asked:
-        return Rationale(None, (), "the question has no content terms")
-    used = {side: [t for t in asked if t in set(terms(text))] for side, text in (("chosen", chosen), ("rejected", rejected))}
-    if len(used["chosen"]) <= len(used["rejected"]):
-        return Rationale(None, (), "the chosen response uses no more of the question's terms than the rejected one")
+    if not prompt.strip():
+        return Rationale(None, (), "the request is empty")
 
-    def fact(side: str, text: str) -> str:
-        if used[side]:
-            return f"uses {_listing(used[side][:MAX_TERMS - 1])}"
-        own = terms(text)[:2]
-        return "uses none of them" + (f"; it is about {_listing(own)}" if own else "")
+    def fact(text: str, answers: str) -> str:
+        return f'begins "{first_words(text, OPENING_WORDS)}", which {answers}'
 
     def make(first: str, second: str) -> str:
-        return f"The question is about {_listing(asked[:MAX_TERMS])}. Response A {first}. Response B {second}."
+        return f'The request begins "{first_words(prompt, OPENING_WORDS)}". Response A {first}. Response B {second}.'
 
-    return _both(make, fact("chosen", chosen), fact("rejected", rejected), (), "mismatch: the question's terms in each response")
+    return _both(make, fact(chosen, "answers it"), fact(rejected, "answers another request"), (),
+                 "mismatch: how each response begins, and which answers the request")
 
 
 def rewrite(prompt: str, noisy_prompt: str, chosen: str, rejected: str) -> Rationale:
@@ -297,7 +296,7 @@ def beside(pair: PairRecord) -> PairRecord:
     >>> from j1.schema import PairRecord
     >>> beside(PairRecord("i", "Tom has 5 apples.", "5 apples", "pasta", "chat-mismatch", "s")).thoughts["reads"]
     []
-    >>> beside(PairRecord("i", "Tom has 5 apples.", "pasta", "5 apples", "chat-mismatch", "s")).thoughts is None
+    >>> beside(PairRecord("i", "Tom has 5 apples.", "pasta", "5 apples", "chat", "s")).thoughts is None  # no x'
     True
     """
     made, _ = with_thoughts(pair)

@@ -165,6 +165,9 @@ class SynthMismatchSpec:
     kind: str = field(
         default="math-mismatch", metadata={"help": "The pairs' kind, as j1 synth mix counts and splits them "
                                            "(chat-mismatch for instruction data)."})
+    boxed_share: float = field(
+        default=0.0, metadata={"help": "Share of the questions (seeded by id) whose GSM8K final line is written as "
+                               "MATH writes it, 'The answer is $\\boxed{72}$.', so a judge learns both forms."})
 
     def __post_init__(self) -> None:
         if not self.source:
@@ -176,6 +179,8 @@ class SynthMismatchSpec:
             raise ValueError(f"--pairs {self.pairs}: a mismatch pair needs another question's answer; use >= 2")
         if self.max_words < 1:
             raise ValueError(f"--max_words {self.max_words}: must be >= 1")
+        if not 0.0 <= self.boxed_share <= 1.0:
+            raise ValueError(f"--boxed_share {self.boxed_share}: must be in [0, 1]")
 
 
 @dataclass

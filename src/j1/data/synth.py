@@ -126,7 +126,7 @@ def run_mismatch(cfg: SynthMismatchSpec) -> dict:
     problems = load_math_problems(cfg.source, prompt_field=cfg.prompt_field, answer_field=cfg.answer_field,
                                   split=cfg.split)
     pairs = mismatch_pairs(problems, pairs=cfg.pairs, max_words=cfg.max_words, seed=cfg.seed,
-                           source=source_name(cfg.source), kind=cfg.kind)
+                           source=source_name(cfg.source), kind=cfg.kind, boxed_share=cfg.boxed_share)
     stats = {"kind": cfg.kind, "source": cfg.source, "questions": len(problems), "pairs": write_jsonl_atomic(cfg.out, pairs),
              "out": cfg.out}
     run_folder(cfg.out, "j1 synth mismatch", started=started).write(cfg, **stats)

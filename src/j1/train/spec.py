@@ -311,6 +311,11 @@ class WarmupSpec:
         default=None,
         metadata={"help": "Also checkpoint every M minutes of training (besides --save_steps), as j1 train."},
     )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={"help": "With --use_peft: start the LoRA from this adapter (a judge folder or a shipped judge's "
+                  "name, e.g. j1-135m) instead of from zero, as j1 train; its LoRA settings must match."},
+    )
     merge_lora: bool = field(
         default=True,
         metadata={"help": "With --use_peft: save the model with the LoRA merged (true; j1 train "

@@ -170,7 +170,7 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     from j1.runs.runinfo import RunFolder
     from j1.train.callbacks import JsonlLogCallback, TrainClockCallback
     from j1.train.data import UNIT, build_rows, load_pairs
-    from j1.train.recipe import agreed_resume, lora_config
+    from j1.train.recipe import agreed_resume, init_lora, lora_config
     from j1.train.resume import interruptions, read_progress
     from j1.train.sft import CompletionSFTTrainer
     from j1.train.stopping import StopAndSaveCallback, TrainingInterrupted
@@ -197,9 +197,6 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(sft_args.device)
     check = dict(samples=cfg.check_samples, temperature=cfg.check_temperature,
                  max_new_tokens=cfg.check_max_new_tokens, seed=cfg.warmup_seed)
-    before = valid_rate(model, tokenizer, held_rows, **check) if held_rows else None
-    if before:
-        log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
     train_data = sft_rows(train_rows, cfg.warmup_seed, verdicts=cfg.verdicts, tokenizer=tokenizer)
     clock = TrainClockCallback(out)
     stopper = StopAndSaveCallback(max_minutes=cfg.max_minutes, save_minutes=cfg.save_minutes)
@@ -209,6 +206,14 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
         callbacks=[JsonlLogCallback(out / "log.jsonl"), clock, stopper],
         unit=UNIT, loss_tokens=cfg.loss_tokens,
     )
+    if cfg.init_adapter is not None:  # the LoRA continues a judge's (a shipped one, or a warm-up's)
+        if not hasattr(trainer.model, "peft_config"):
+            raise ValueError("--init_adapter needs --use_peft")
+        init_lora(trainer.model, cfg.init_adapter, path)
+    # measured on the starting point: the base, or the adapter the LoRA starts from
+    before = valid_rate(trainer.model, tokenizer, held_rows, **check) if held_rows else None
+    if before:
+        log.info("valid-output rate before the warm-up: %.3f", before["valid_rate"])
     if len(trainer.train_dataset) != len(train_data):  # TRL dropped rows (truncated): units would split
         raise ValueError(f"{len(train_data) - len(trainer.train_dataset)} training rows were dropped as too long "
                          "for --max_length; lower --max_prompt_tokens")
