@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 
 from j1.data.mathcheck import final_answer
-from j1.data.rationales import beside
+from j1.data.rationales import beside, in_share
 from j1.data.sources import Problem
 from j1.schema import PairRecord
 
@@ -82,7 +82,7 @@ def is_boxed(problem_id: str, share: float, seed: int) -> bool:
     >>> is_boxed("q1", 1.0, 0), is_boxed("q1", 0.0, 0)
     (True, False)
     """
-    return share >= 1.0 or (share > 0.0 and random.Random(f"{seed}:boxed:{problem_id}").random() < share)
+    return in_share(share, f"{seed}:boxed:{problem_id}")
 
 
 def is_short(problem: Problem, max_words: int) -> bool:

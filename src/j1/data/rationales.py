@@ -255,6 +255,18 @@ def rationale(prompt: str, chosen: str, rejected: str, kind: str, *, reference: 
     return Rationale(None, (), f"no construction for kind {kind!r}")
 
 
+def in_share(share: float, key: str) -> bool:
+    """Whether the item named by ``key`` (seed, purpose and id) is in a ``share`` of items: a coin seeded by
+    the key alone, so the answer does not depend on the file's order or on other items.
+
+    >>> in_share(1.0, "0:x:p1"), in_share(0.0, "0:x:p1")
+    (True, False)
+    """
+    import random
+
+    return share >= 1.0 or (share > 0.0 and random.Random(key).random() < share)
+
+
 def keeps_reference(pair_id: str, share: float, seed: int) -> bool:
     """Whether a pair keeps its reference when only ``share`` of pairs should (a coin seeded by the pair id):
     one judge then learns to think both with a reference and without one.
@@ -262,9 +274,7 @@ def keeps_reference(pair_id: str, share: float, seed: int) -> bool:
     >>> keeps_reference("p1", 1.0, 0), keeps_reference("p1", 0.0, 0)
     (True, False)
     """
-    import random
-
-    return share >= 1.0 or (share > 0.0 and random.Random(f"{seed}:reference:{pair_id}").random() < share)
+    return in_share(share, f"{seed}:reference:{pair_id}")
 
 
 def with_thoughts(pair: PairRecord, *, reference_share: float = 1.0, seed: int = 0) -> tuple[PairRecord | None, str]:
