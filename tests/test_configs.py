@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from j1.judging.judges import SHIPPED as SHIPPED_JUDGES
+from j1.judging.judges import SHIPPED as SHIPPED_JUDGES  # the judges that ship with j1 (j1-135m)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -159,7 +159,6 @@ def test_gpu_recipes_match_the_paper():
 INPUT_FIELDS = ("source", "pairs", "inputs", "exclude", "train_file", "data", "model_name_or_path", "model", "judge",
                 "verify_with", "embedder", "init_adapter")
 EMBEDDED = {"embedded", "smollm2-135m"}  # names of the model that ships with j1
-SHIPPED = set(SHIPPED_JUDGES)  # and of the judges that ship with it (j1-135m)
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?")  # owner/name, an optional :config
 
 
@@ -214,7 +213,7 @@ def chain_errors(configs_dir: Path, repo: Path = REPO) -> list[str]:
             shipped = not value.startswith("/") and (repo / value).resolve().is_relative_to(repo) \
                 and (repo / value).exists() and not value.startswith("runs/")
             writer = writers.get(norm)
-            if value in EMBEDDED or value in SHIPPED or _is_hub_id(value) or shipped or (writer is not None and writer != path):
+            if value in EMBEDDED or value in SHIPPED_JUDGES or _is_hub_id(value) or shipped or (writer is not None and writer != path):
                 continue
             errors.append(f"{path.relative_to(configs_dir)}: {name}: {value!r} is not a hub id, a file in the "
                           "repository, or the output of another shipped config")

@@ -30,7 +30,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from j1.data.mathcheck import final_answer
+from j1.data.mathcheck import final_answer, gsm8k_final
 from j1.data.rationales import beside, in_share
 from j1.data.sources import Problem
 from j1.schema import PairRecord
@@ -38,8 +38,7 @@ from j1.schema import PairRecord
 KIND = "math-mismatch"
 _CALCULATOR = re.compile(r"<<[^>]*>>")
 _FINAL = re.compile(r"^####\s*", flags=re.MULTILINE)
-_NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
-_FINAL_LINE = re.compile(r"^####[ \t]*(\S[^\n]*)$", flags=re.MULTILINE)
+_MARKED_LINE = re.compile(r"^####[ \t]*\S[^\n]*$", flags=re.MULTILINE)  # GSM8K's final line, not empty
 
 
 def clean_solution(text: str, boxed: bool = False) -> str:
@@ -61,18 +60,9 @@ def clean_solution(text: str, boxed: bool = False) -> str:
     """
     text = _CALCULATOR.sub("", text)
     if boxed:
-        text = _FINAL_LINE.sub(lambda m: f"The answer is $\\boxed{{{_boxable(m.group(1))}}}$.", text)
+        # the box holds the final answer as the pair's reference reads it (gsm8k_final: no thousands commas)
+        text = _MARKED_LINE.sub(lambda m: f"The answer is $\\boxed{{{gsm8k_final(m.group(0))}}}$.", text)
     return _FINAL.sub("The answer is ", text).strip()
-
-
-def _boxable(value: str) -> str:
-    """A final answer as a box holds it: a number without thousands commas (as its reference is read).
-
-    >>> _boxable(" 1,000 "), _boxable("3 apples")
-    ('1000', '3 apples')
-    """
-    value = value.strip()
-    return value.replace(",", "") if _NUMBER.fullmatch(value) else value
 
 
 def is_boxed(problem_id: str, share: float, seed: int) -> bool:
@@ -170,7 +160,7 @@ def mismatch_pairs(problems: Sequence[Problem], *, pairs: int, max_words: int, s
     rng = random.Random(seed)
     picked = select(problems, pairs, max_words, rng)
     answers = [clean_solution(p.answer or "", is_boxed(p.id, boxed_share, seed)) for p in picked]
-    # each pair with its thoughts beside it, where the question's terms favour its own answer (j1.data.rationales)
+    # each pair with its thoughts beside it: how each response begins, or the final answers against the reference
     return [
         beside(PairRecord(p.id, p.prompt, answers[i], answers[j], kind, source,
                           {"seed": seed, "rejected_from": picked[j].id, "where": p.where},

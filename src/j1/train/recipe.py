@@ -92,12 +92,15 @@ def restrict_lora_layers(peft_config, model_path: str, last: int):
     return peft_config
 
 
-def lora_config(model_args, model_path: str, last_layers: int | None):
+def lora_config(model_args, model_path: str, last_layers: int | None, init_adapter: str | None = None):
     """The LoRA config of a run (TRL's ``get_peft_config``; None without ``--use_peft``), limited to the
-    last ``last_layers`` decoder blocks when given (``restrict_lora_layers``)."""
+    last ``last_layers`` decoder blocks when given (``restrict_lora_layers``); an ``init_adapter`` to start
+    from needs a LoRA to load into."""
     from trl import get_peft_config
 
     peft_config = get_peft_config(model_args)
+    if init_adapter is not None and peft_config is None:
+        raise ValueError("--init_adapter needs --use_peft")
     if last_layers is not None:
         if peft_config is None:
             raise ValueError("--lora_last_layers needs --use_peft")
@@ -191,13 +194,11 @@ def build_trainer(j1cfg: TrainSpec, grpo_args: GRPOConfig, model_args: ModelConf
     grpo_args.vllm_importance_sampling_correction, grpo_args.vllm_importance_sampling_mode = trl_settings(
         j1cfg.importance_sampling, grpo_args.vllm_importance_sampling_correction,
         grpo_args.vllm_importance_sampling_mode)
-    peft_config = lora_config(model_args, path, j1cfg.lora_last_layers)
+    peft_config = lora_config(model_args, path, j1cfg.lora_last_layers, j1cfg.init_adapter)
     device = grpo_args.device  # set when GRPOConfig was built (use_cpu, CUDA present): the device decides below
     options = j1cfg.options(device.type, use_vllm=grpo_args.use_vllm)  # run.json records it as in effect
     if grpo_args.use_vllm and j1cfg.share_prompt_prefix == "true":
         log.warning("--share_prompt_prefix true has no effect with --use_vllm: vLLM generates the rollouts")
-    if j1cfg.init_adapter is not None and peft_config is None:
-        raise ValueError("--init_adapter needs --use_peft")
     trainer = J1GRPOTrainer(
         model=path,
         reward_funcs=funcs,

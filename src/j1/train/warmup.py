@@ -192,6 +192,7 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     # Held-out units come from the end of the file, whole units only; SFT never sees their prompts.
     n_held = min(cfg.heldout_pairs * UNIT, len(rows) - UNIT)
     train_rows, held_rows = rows[: len(rows) - n_held], rows[len(rows) - n_held :]
+    peft_config = lora_config(model_args, path, cfg.lora_last_layers, cfg.init_adapter)  # before a model loads
     dtype = getattr(torch, model_args.dtype) if model_args.dtype not in (None, "auto") else "auto"
     # On the training device from the start, so the before-check runs where the training will.
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(sft_args.device)
@@ -202,13 +203,11 @@ def run_warmup(cfg: WarmupSpec, sft_args: SFTConfig, model_args: ModelConfig) ->
     stopper = StopAndSaveCallback(max_minutes=cfg.max_minutes, save_minutes=cfg.save_minutes)
     trainer = CompletionSFTTrainer(
         model=model, args=sft_args, train_dataset=Dataset.from_list(train_data),
-        processing_class=tokenizer, peft_config=lora_config(model_args, path, cfg.lora_last_layers),
+        processing_class=tokenizer, peft_config=peft_config,
         callbacks=[JsonlLogCallback(out / "log.jsonl"), clock, stopper],
         unit=UNIT, loss_tokens=cfg.loss_tokens,
     )
     if cfg.init_adapter is not None:  # the LoRA continues a judge's (a shipped one, or a warm-up's)
-        if not hasattr(trainer.model, "peft_config"):
-            raise ValueError("--init_adapter needs --use_peft")
         init_lora(trainer.model, cfg.init_adapter, path)
     # measured on the starting point: the base, or the adapter the LoRA starts from
     before = valid_rate(trainer.model, tokenizer, held_rows, **check) if held_rows else None
