@@ -320,11 +320,13 @@ def test_pointwise_lab_recipe_is_the_measured_run():
 
 def test_cpu_thinking_sft_feeds_its_grpo():
     """The CPU thinking recipe: the SFT on thoughts writes the adapter GRPO continues, both read the same rows
-    with the same wording, reference, prefill and LoRA, and only "<think>" is prefilled (the thought is trained)."""
-    (wcfg, sft, wmodel), (gcfg, _, gmodel) = (_warmup(CONFIGS / "warmup" / "pav_135m_think.yaml"),
-                                              _train(CONFIGS / "train" / "pav_135m_think.yaml"))
+    with the same wording, reference, prefill and LoRA, and only "<think>" is prefilled (the thought is trained).
+    GRPO keeps a KL term to the start: without it the greedy thought looped past the budget."""
+    (wcfg, sft, wmodel), (gcfg, grpo, gmodel) = (_warmup(CONFIGS / "warmup" / "pav_135m_think.yaml"),
+                                                 _train(CONFIGS / "train" / "pav_135m_think.yaml"))
     assert gcfg.init_adapter == sft.output_dir and not wcfg.merge_lora and wcfg.verdicts == "rationale"
     assert wcfg.assistant_prefill == "<think>" and gcfg.collapse_guard == 0.9 and wcfg.max_minutes is None
+    assert grpo.beta > 0
     for key in ("formulation", "template", "assistant_prefill", "max_prompt_tokens", "lora_last_layers", "train_file",
                 "judge_inputs"):
         assert getattr(wcfg, key) == getattr(gcfg, key), key
