@@ -25,6 +25,7 @@ are pure.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -262,8 +263,6 @@ def in_share(share: float, key: str) -> bool:
     >>> in_share(1.0, "0:x:p1"), in_share(0.0, "0:x:p1")
     (True, False)
     """
-    import random
-
     return share >= 1.0 or (share > 0.0 and random.Random(key).random() < share)
 
 
